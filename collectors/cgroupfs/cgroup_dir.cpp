@@ -1,0 +1,156 @@
+#include "collectors/cgroupfs/cgroup_dir.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace memcg::cgroupfs {
+namespace {
+
+std::atomic<long> gFdBudget{0};
+std::atomic<long> gCachedFds{0};
+
+constexpr size_t kInitialBuffer = 16 * 1024;
+
+// Reads everything from `fd` at offset 0 into `buf`. A short read means end of
+// file: seq_file fills the caller's buffer until its content is exhausted, and
+// a regular file (fixtures) does the same. A full buffer is grown and the read
+// restarted from 0, so the content is always one consistent generation.
+int preadAll(int fd, std::string& buf, size_t& len) {
+  if (buf.size() < kInitialBuffer) buf.resize(kInitialBuffer);
+  for (;;) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (static_cast<size_t>(n) < buf.size()) {
+      len = static_cast<size_t>(n);
+      return 0;
+    }
+    buf.resize(buf.size() * 2);
+  }
+}
+
+}  // namespace
+
+CgroupDir::CgroupDir(Fd dir, std::string path, ino_t inode)
+    : dir_(std::move(dir)), path_(std::move(path)), inode_(inode) {
+  for (auto& f : fds_) f.store(kUnknown, std::memory_order_relaxed);
+}
+
+CgroupDir::~CgroupDir() {
+  for (auto& f : fds_) {
+    int fd = f.load(std::memory_order_relaxed);
+    if (fd >= 0) {
+      ::close(fd);
+      gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+Result<std::shared_ptr<CgroupDir>> CgroupDir::open(const std::string& path) {
+  return openAt(AT_FDCWD, path, path);
+}
+
+Result<std::shared_ptr<CgroupDir>> CgroupDir::openAt(int parent, std::string_view name,
+                                                     std::string path) {
+  std::string n(name);
+  Fd fd(::openat(parent, n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return makeError(errno, path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return makeError(errno, path);
+  return std::make_shared<CgroupDir>(std::move(fd), std::move(path), st.st_ino);
+}
+
+bool CgroupDir::alive() const {
+  return ::faccessat(dir_.get(), "cgroup.procs", F_OK, 0) == 0;
+}
+
+ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
+                           Error* err) const {
+  auto& slot = fds_[static_cast<size_t>(id)];
+  int fd = slot.load(std::memory_order_acquire);
+  if (fd == kMissing) return ReadStatus::kAbsent;
+  std::string name(fileName(id));
+  Fd transient;
+  if (fd == kUnknown) {
+    int nfd = ::openat(dir_.get(), name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (nfd < 0) {
+      int e = errno;
+      if (e == ENOENT || e == ENODEV) {
+        // The same errno says "no such file" and "no such cgroup": ask the
+        // directory whether it is still there.
+        if (!alive()) return ReadStatus::kGone;
+        int expected = kUnknown;
+        slot.compare_exchange_strong(expected, kMissing);
+        return ReadStatus::kAbsent;
+      }
+      if (err) *err = makeError(e, path_ + "/" + name);
+      return ReadStatus::kError;
+    }
+    if (gCachedFds.fetch_add(1, std::memory_order_relaxed) < gFdBudget.load()) {
+      int expected = kUnknown;
+      if (slot.compare_exchange_strong(expected, nfd)) {
+        fd = nfd;
+      } else {  // another scrape cached it first
+        gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+        transient.reset(nfd);
+        fd = nfd;
+      }
+    } else {
+      gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+      transient.reset(nfd);
+      fd = nfd;
+    }
+  }
+  size_t len = 0;
+  int e = preadAll(fd, buf, len);
+  if (e == ENODEV || e == ENOENT) return ReadStatus::kGone;
+  if (e != 0) {
+    if (err) *err = makeError(e, path_ + "/" + name);
+    return ReadStatus::kError;
+  }
+  out = std::string_view(buf.data(), len);
+  return ReadStatus::kOk;
+}
+
+void CgroupDir::setFdBudget(long budget) { gFdBudget.store(budget); }
+long CgroupDir::cachedFds() { return gCachedFds.load(); }
+
+ReadStatus readFile(const std::string& path, std::string& buf, std::string_view& out,
+                    Error* err) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    // /proc/pressure/* answers EOPNOTSUPP when PSI is disabled at boot.
+    if (errno == ENOENT || errno == EOPNOTSUPP) return ReadStatus::kAbsent;
+    if (err) *err = makeError(errno, path);
+    return ReadStatus::kError;
+  }
+  size_t len = 0;
+  int e = preadAll(fd.get(), buf, len);
+  if (e != 0) {
+    // /proc/pressure/* answers EOPNOTSUPP when PSI is disabled at boot.
+    if (e == EOPNOTSUPP) return ReadStatus::kAbsent;
+    if (err) *err = makeError(e, path);
+    return ReadStatus::kError;
+  }
+  out = std::string_view(buf.data(), len);
+  return ReadStatus::kOk;
+}
+
+long raiseFdLimit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : static_cast<long>(rl.rlim_cur);
+}
+
+}  // namespace memcg::cgroupfs

@@ -1,0 +1,89 @@
+// One cgroup directory, opened once and read relative to its fd (as oomd's
+// CgroupContext and below's openat::Dir do).
+//
+// Files are opened lazily with openat() and kept open across scrapes (within
+// a process-wide descriptor budget), then re-read with pread() at offset 0:
+// kernfs regenerates a seq_file's content whenever it is read from offset 0.
+// A file that does not exist in a live cgroup (the root's memory.current, no
+// swap accounting, an unpatched kernel's memory.reclaim_stat) is remembered as
+// absent and not probed again.
+//
+// A cgroup that is removed reads as "gone": ENOENT from openat() after rmdir,
+// ENODEV from a read of a file opened before. A cgroup recreated under the
+// same name has a new inode and gets a new CgroupDir (see discovery.h), so the
+// old descriptors never read the new cgroup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "collectors/cgroupfs/file_names.h"
+#include "common/fd.h"
+#include "common/result.h"
+
+namespace memcg::cgroupfs {
+
+/// The outcome of reading one file of a cgroup.
+enum class ReadStatus {
+  kOk,      ///< content is valid
+  kAbsent,  ///< the file does not exist in this (live) cgroup
+  kGone,    ///< the cgroup was removed
+  kError,   ///< any other failure; see the Error
+};
+
+class CgroupDir {
+ public:
+  /// Takes ownership of an O_DIRECTORY fd. `path` is used in errors only.
+  CgroupDir(Fd dir, std::string path, ino_t inode);
+  ~CgroupDir();
+  CgroupDir(const CgroupDir&) = delete;
+  CgroupDir& operator=(const CgroupDir&) = delete;
+
+  /// Opens `path` as a cgroup directory.
+  static Result<std::shared_ptr<CgroupDir>> open(const std::string& path);
+  /// Opens `name` below the directory `parent`.
+  static Result<std::shared_ptr<CgroupDir>> openAt(int parent, std::string_view name,
+                                                   std::string path);
+
+  /// Reads a whole file into `buf` (reused, grown as needed); on kOk `out`
+  /// views the content. On kError, `err` (if given) says why.
+  ReadStatus read(FileId id, std::string& buf, std::string_view& out,
+                  Error* err = nullptr) const;
+
+  /// True while the cgroup exists (cgroup.procs is still reachable).
+  bool alive() const;
+
+  int fd() const { return dir_.get(); }
+  ino_t inode() const { return inode_; }
+  const std::string& path() const { return path_; }
+
+  /// Upper bound on descriptors kept open across all CgroupDirs; past it, a
+  /// file is opened, read and closed on every read. Set once at start-up.
+  static void setFdBudget(long budget);
+  static long cachedFds();
+
+ private:
+  static constexpr int kUnknown = -1;
+  static constexpr int kMissing = -2;
+
+  Fd dir_;
+  std::string path_;
+  ino_t inode_;
+  mutable std::array<std::atomic<int>, kFileCount> fds_;
+};
+
+/// Reads a whole file by path (for /proc files and the like), with the same
+/// buffer discipline. ENOENT is reported as kAbsent.
+ReadStatus readFile(const std::string& path, std::string& buf, std::string_view& out,
+                    Error* err = nullptr);
+
+/// Raises RLIMIT_NOFILE's soft limit to the hard limit and returns the new
+/// soft limit.
+long raiseFdLimit();
+
+}  // namespace memcg::cgroupfs

@@ -1,0 +1,83 @@
+// The collector interface and the explicit list of collectors.
+//
+// One collector per kernel source (node_exporter's layout). A collector reads
+// its files for every cgroup of the scrape's CgroupTree and writes samples into
+// the scrape's Sink. It never throws: a read or parse failure is recorded with
+// ScrapeContext::fail() (the scrape then reports the collector as failed for
+// that scrape and logs path and line) and the collector goes on with the next
+// cgroup; a vanished cgroup is skipped silently.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/cgroupfs/cgroup_dir.h"
+#include "collectors/discovery.h"
+#include "common/result.h"
+#include "metrics/metric.h"
+
+namespace memcg {
+
+/// Options collectors may read; filled from flags.
+struct CollectorConfig {
+  std::string procfsRoot = "/proc";
+  /// Regex on memory.stat keys (whole match); empty = the default set.
+  std::string memoryStatFields;
+};
+
+struct ScrapeContext {
+  const CgroupTree& tree;
+  std::string buf;  ///< scratch buffer for file contents, reused
+  std::vector<Error> errors;
+  size_t vanished = 0;  ///< cgroups that went away mid-scrape
+
+  explicit ScrapeContext(const CgroupTree& t) : tree(t) {}
+  void fail(Error e) { errors.push_back(std::move(e)); }
+
+  /// Reads a cgroup file; records an error on kError, counts kGone.
+  cgroupfs::ReadStatus read(const cgroupfs::CgroupDir& dir, cgroupfs::FileId id,
+                            std::string_view& out);
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual void collect(ScrapeContext& ctx, metrics::Sink& sink) = 0;
+  /// The metrics it can emit (for docs and the JSON API). Names made at run
+  /// time for unknown kernel keys are not listed.
+  virtual std::vector<const metrics::Desc*> describe() const = 0;
+};
+
+struct CollectorInfo {
+  std::string_view name;
+  bool defaultEnabled;
+  std::string_view help;
+  std::function<std::unique_ptr<Collector>(const CollectorConfig&)> make;
+};
+
+/// Every collector, in scrape order. An explicit list (no static-init
+/// registration, which static libraries would silently drop).
+const std::vector<CollectorInfo>& collectorRegistry();
+
+// Descriptor helpers: every per-cgroup metric carries the `cgroup` label first.
+metrics::Desc cgroupGauge(std::string name, std::string help,
+                          std::vector<std::string> extraLabels = {});
+metrics::Desc cgroupCounter(std::string name, std::string help,
+                            std::vector<std::string> extraLabels = {});
+metrics::Desc nodeGauge(std::string name, std::string help,
+                        std::vector<std::string> labels = {});
+metrics::Desc nodeCounter(std::string name, std::string help,
+                          std::vector<std::string> labels = {});
+
+// Factories, one per collector file.
+std::unique_ptr<Collector> makeMemoryStatCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeMemoryUsageCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeMemoryEventsCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeReclaimStatCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makePressureCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeVmstatCollector(const CollectorConfig&);
+
+}  // namespace memcg

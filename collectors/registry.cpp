@@ -1,0 +1,61 @@
+#include <utility>
+
+#include "collectors/collector.h"
+
+namespace memcg {
+
+cgroupfs::ReadStatus ScrapeContext::read(const cgroupfs::CgroupDir& dir, cgroupfs::FileId id,
+                                         std::string_view& out) {
+  Error err;
+  auto st = dir.read(id, buf, out, &err);
+  if (st == cgroupfs::ReadStatus::kError) fail(std::move(err));
+  if (st == cgroupfs::ReadStatus::kGone) ++vanished;
+  return st;
+}
+
+namespace {
+metrics::Desc make(metrics::Type t, std::string name, std::string help,
+                   std::vector<std::string> labels) {
+  return metrics::Desc{std::move(name), std::move(help), t, std::move(labels), {}};
+}
+std::vector<std::string> withCgroup(std::vector<std::string> extra) {
+  extra.insert(extra.begin(), "cgroup");
+  return extra;
+}
+}  // namespace
+
+metrics::Desc cgroupGauge(std::string name, std::string help, std::vector<std::string> extra) {
+  return make(metrics::Type::kGauge, std::move(name), std::move(help),
+              withCgroup(std::move(extra)));
+}
+metrics::Desc cgroupCounter(std::string name, std::string help,
+                            std::vector<std::string> extra) {
+  return make(metrics::Type::kCounter, std::move(name), std::move(help),
+              withCgroup(std::move(extra)));
+}
+metrics::Desc nodeGauge(std::string name, std::string help, std::vector<std::string> labels) {
+  return make(metrics::Type::kGauge, std::move(name), std::move(help), std::move(labels));
+}
+metrics::Desc nodeCounter(std::string name, std::string help,
+                          std::vector<std::string> labels) {
+  return make(metrics::Type::kCounter, std::move(name), std::move(help), std::move(labels));
+}
+
+const std::vector<CollectorInfo>& collectorRegistry() {
+  static const std::vector<CollectorInfo> kCollectors = {
+      {"memory_stat", true, "memory.stat of every cgroup (v1 and v2)",
+       makeMemoryStatCollector},
+      {"memory_usage", true, "usage, peak and limits (v1 memory/memsw/kmem/kmem.tcp, v2 memory/swap/zswap)",
+       makeMemoryUsageCollector},
+      {"memory_events", true, "v1 failcnt and oom_control, v2 memory.events(.local) and memory.swap.events",
+       makeMemoryEventsCollector},
+      {"reclaim_stat", true, "memory.reclaim_stat where the kernel has it (async reclaim patches)",
+       makeReclaimStatCollector},
+      {"pressure", true, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
+       makePressureCollector},
+      {"vmstat", true, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+  };
+  return kCollectors;
+}
+
+}  // namespace memcg

@@ -1,0 +1,46 @@
+// Command-line flags, named after node_exporter's:
+//   --web.listen-address, --web.telemetry-path, --collector.NAME,
+//   --no-collector.NAME, --collector.disable-defaults, --path.cgroupfs,
+//   --path.procfs, --log.level, --version, --help
+// plus the discovery bounds (--cgroup.*) and collector options
+// (--collector.NAME.OPTION). Both "--flag=value" and "--flag value" work.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/discovery.h"
+
+namespace memcg {
+
+inline constexpr int kDefaultPort = 9712;
+
+struct Options {
+  std::string listenAddress = ":9712";
+  std::string telemetryPath = "/metrics";
+  int gzipLevel = 1;
+  int webThreads = 4;
+  std::string logLevel = "info";
+  DiscoveryOptions discovery;
+  CollectorConfig collector;
+  bool disableDefaults = false;
+  std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME
+  bool showVersion = false;
+  bool showHelp = false;
+
+  /// Names of the collectors to run, in registry order.
+  std::vector<std::string> enabledCollectors() const;
+};
+
+/// Parses argv. Throws std::invalid_argument with a one-line reason.
+Options parseFlags(int argc, const char* const* argv);
+
+std::string usage();
+
+/// ":9712" -> "9712" (all interfaces), "127.0.0.1:9712", "[::1]:9712" as they
+/// are: civetweb's listening_ports syntax. Throws std::invalid_argument.
+std::string civetListeningPort(const std::string& listenAddress);
+
+}  // namespace memcg

@@ -1,0 +1,160 @@
+#include "exporter/http_server.h"
+
+#include <CivetServer.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "common/log.h"
+#include "exporter/version.h"
+
+namespace memcg {
+namespace {
+
+void reply(mg_connection* conn, int status, std::string_view statusText,
+           std::string_view contentType, std::string_view body,
+           std::string_view extraHeaders = {}) {
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " ";
+  head += statusText;
+  head += "\r\nContent-Type: ";
+  head += contentType;
+  head += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  head += extraHeaders;
+  head += "\r\n";
+  mg_write(conn, head.data(), head.size());
+  mg_write(conn, body.data(), body.size());
+}
+
+bool acceptsGzip(mg_connection* conn) {
+  const char* ae = mg_get_header(conn, "Accept-Encoding");
+  return ae && std::strstr(ae, "gzip") != nullptr;
+}
+
+class MetricsHandler : public CivetHandler {
+ public:
+  MetricsHandler(Scraper& s, int level) : scraper_(s), level_(level) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    // Buffers are per worker thread and reused: no allocation that grows per
+    // scrape once they reached the exposition's size.
+    thread_local std::string text, gz;
+    text.clear();
+    scraper_.scrapeText(text);
+    constexpr std::string_view kType = "text/plain; version=0.0.4; charset=utf-8";
+    if (acceptsGzip(conn) && gzipCompress(text, level_, gz)) {
+      reply(conn, 200, "OK", kType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+    } else {
+      reply(conn, 200, "OK", kType, text);
+    }
+    return true;
+  }
+
+ private:
+  Scraper& scraper_;
+  int level_;
+};
+
+class TextHandler : public CivetHandler {
+ public:
+  explicit TextHandler(std::function<std::pair<int, std::string>()> f) : f_(std::move(f)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    auto [status, body] = f_();
+    reply(conn, status, status == 200 ? "OK" : "Service Unavailable", "text/plain; charset=utf-8",
+          body);
+    return true;
+  }
+
+ private:
+  std::function<std::pair<int, std::string>()> f_;
+};
+
+class LandingHandler : public CivetHandler {
+ public:
+  LandingHandler(const Options& o, Scraper& s) : opts_(o), scraper_(s) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    if (std::strcmp(ri->local_uri, "/") != 0) {
+      reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "404 page not found\n");
+      return true;
+    }
+    std::string b =
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>memcg_exporter</title></head>"
+        "<body><h1>memcg_exporter</h1><p>Prometheus exporter for Linux memory cgroups and "
+        "their reclaim. Version ";
+    b += kVersion;
+    b += " (";
+    b += kRevision;
+    b += ").</p><ul><li><a href=\"" + opts_.telemetryPath + "\">Metrics</a></li>"
+         "<li><a href=\"/-/healthy\">Health</a></li><li><a href=\"/-/ready\">Readiness</a></li>"
+         "</ul><h2>Collectors</h2><ul>";
+    for (const auto& n : opts_.enabledCollectors()) b += "<li>" + n + "</li>";
+    b += "</ul></body></html>\n";
+    reply(conn, 200, "OK", "text/html; charset=utf-8", b);
+    return true;
+  }
+
+ private:
+  const Options& opts_;
+  Scraper& scraper_;
+};
+
+}  // namespace
+
+bool gzipCompress(std::string_view in, int level, std::string& out) {
+  z_stream zs{};
+  // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
+  if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  out.resize(deflateBound(&zs, in.size()));
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return rc == Z_STREAM_END;
+}
+
+struct HttpServer::Handlers {
+  MetricsHandler metrics;
+  TextHandler healthy;
+  TextHandler ready;
+  LandingHandler landing;
+};
+
+HttpServer::HttpServer(const Options& opts, Scraper& scraper) {
+  handlers_ = std::make_unique<Handlers>(Handlers{
+      MetricsHandler(scraper, opts.gzipLevel),
+      TextHandler([] { return std::pair<int, std::string>(200, "Healthy\n"); }),
+      TextHandler([&scraper] {
+        return scraper.ready() ? std::pair<int, std::string>(200, "Ready\n")
+                               : std::pair<int, std::string>(503, "Not ready\n");
+      }),
+      LandingHandler(opts, scraper)});
+  std::vector<std::string> options = {
+      "listening_ports", civetListeningPort(opts.listenAddress),
+      "num_threads", std::to_string(opts.webThreads),
+      "enable_keep_alive", "yes",
+      "request_timeout_ms", "30000",
+  };
+  try {
+    server_ = std::make_unique<CivetServer>(options);
+  } catch (const CivetException& e) {
+    throw std::runtime_error("cannot listen on " + opts.listenAddress + ": " + e.what());
+  }
+  server_->addHandler(opts.telemetryPath, handlers_->metrics);
+  server_->addHandler("/-/healthy", handlers_->healthy);
+  server_->addHandler("/-/ready", handlers_->ready);
+  server_->addHandler("/", handlers_->landing);
+}
+
+HttpServer::~HttpServer() {
+  if (server_) server_->close();
+}
+
+int HttpServer::port() const {
+  auto ports = server_->getListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+}  // namespace memcg

@@ -1,0 +1,91 @@
+// memcg_exporter: Prometheus exporter for Linux memory cgroups and reclaim.
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+
+#include "collectors/cgroupfs/cgroup_dir.h"
+#include "common/log.h"
+#include "exporter/flags.h"
+#include "exporter/http_server.h"
+#include "exporter/scraper.h"
+#include "exporter/version.h"
+
+using namespace memcg;
+
+namespace {
+
+std::vector<EnabledCollector> makeCollectors(const Options& o) {
+  std::vector<EnabledCollector> out;
+  for (const auto& name : o.enabledCollectors()) {
+    for (const auto& info : collectorRegistry()) {
+      if (info.name == name) out.push_back({name, info.make(o.collector)});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opts;
+  try {
+    opts = parseFlags(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "memcg_exporter: error: %s\n", e.what());
+    return 2;
+  }
+  if (opts.showHelp) {
+    std::cout << usage();
+    return 0;
+  }
+  if (opts.showVersion) {
+    std::cout << "memcg_exporter, version " << kVersion << " (revision: " << kRevision << ")\n";
+    return 0;
+  }
+  log::Level level = log::Level::kInfo;
+  log::parseLevel(opts.logLevel, level);
+  log::setLevel(level);
+
+  // Signals are taken by sigwait() below; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // Descriptors: one per cgroup directory plus the files kept open; leave a
+  // margin for sockets and everything else.
+  long fdLimit = cgroupfs::raiseFdLimit();
+  cgroupfs::CgroupDir::setFdBudget(std::max(0L, fdLimit - static_cast<long>(opts.discovery.limit) - 512));
+
+  try {
+    Discovery discovery(opts.discovery);
+    const auto& layout = discovery.layout();
+    log::info("starting memcg_exporter",
+              std::string("version=") + kVersion + " revision=" + kRevision +
+                  " mode=" + std::string(modeName(layout.mode)) +
+                  " memory_root=" + log::quote(layout.memoryRoot) +
+                  (layout.unifiedRoot.empty() ? "" : " unified_root=" + log::quote(layout.unifiedRoot)));
+    Scraper scraper(discovery, makeCollectors(opts));
+    for (const auto& n : opts.enabledCollectors()) log::info("collector enabled", "collector=" + n);
+    if (auto t = discovery.refresh(); !t.ok()) {
+      log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));
+    } else {
+      log::info("cgroups discovered", "count=" + std::to_string((*t)->cgroups.size()) +
+                                          " dropped=" + std::to_string((*t)->dropped));
+    }
+    HttpServer server(opts, scraper);
+    log::info("listening", "address=" + opts.listenAddress + " port=" +
+                               std::to_string(server.port()) + " telemetry_path=" + opts.telemetryPath);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log::info("shutting down", "signal=" + std::to_string(sig));
+  } catch (const std::exception& e) {
+    log::error("fatal", "err=" + log::quote(e.what()));
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,137 @@
+#include "exporter/scraper.h"
+
+#include <chrono>
+#include <mutex>
+
+#include "common/log.h"
+#include "exporter/version.h"
+#include "metrics/text_format.h"
+
+namespace memcg {
+namespace {
+
+const metrics::Desc kSuccess = nodeGauge(
+    "memcg_exporter_collector_success", "1 if the collector's last scrape succeeded, 0 if it failed.",
+    {"collector"});
+const metrics::Desc kDuration = nodeGauge("memcg_exporter_collector_duration_seconds",
+                                          "Time the collector took in the last scrape.",
+                                          {"collector"});
+const metrics::Desc kErrors = nodeCounter(
+    "memcg_exporter_scrape_errors_total",
+    "Read or parse failures, by collector (each also logged with its path and line).",
+    {"collector"});
+const metrics::Desc kCgroups = nodeGauge("memcg_exporter_cgroups",
+                                         "Cgroups exported in the last scrape.");
+const metrics::Desc kDropped = nodeGauge(
+    "memcg_exporter_cgroups_dropped",
+    "Cgroups matching the filters but not exported because of --cgroup.limit (last scrape).");
+const metrics::Desc kVanished = nodeCounter(
+    "memcg_exporter_cgroups_vanished_total", "Cgroups removed while a scrape was reading them.");
+const metrics::Desc kDiscovery = nodeGauge(
+    "memcg_exporter_discovery_success", "1 if the last cgroup discovery walk succeeded.");
+const metrics::Desc kMode = nodeGauge(
+    "memcg_exporter_cgroup_mode_info",
+    "The memory cgroup layout found: v1, v2, or hybrid (v1 memory with a cgroup2 tree for PSI).",
+    {"mode"});
+const metrics::Desc kBuild = nodeGauge(
+    "memcg_exporter_build_info", "Build information; always 1.", {"version", "revision"});
+
+}  // namespace
+
+struct Scraper::Stats {
+  std::vector<std::atomic<uint64_t>> errors;
+  std::atomic<uint64_t> vanished{0};
+  std::atomic<uint64_t> discoveryFailures{0};
+  explicit Stats(size_t n) : errors(n) {}
+};
+
+Scraper::Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors)
+    : discovery_(discovery),
+      collectors_(std::move(collectors)),
+      stats_(std::make_unique<Stats>(collectors_.size())) {}
+
+Scraper::~Scraper() = default;
+
+std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
+  using Clock = std::chrono::steady_clock;
+  auto treeOr = discovery_.refresh();
+  std::shared_ptr<const CgroupTree> tree;
+  if (treeOr.ok()) {
+    tree = *treeOr;
+    ready_.store(true);
+    sink.add(kDiscovery, {}, 1);
+  } else {
+    log::error("cgroup discovery failed", "err=" + log::quote(treeOr.error().message()));
+    sink.add(kDiscovery, {}, 0);
+    tree = std::make_shared<const CgroupTree>(CgroupTree{discovery_.layout(), {}, 0, 0});
+  }
+
+  std::vector<std::pair<bool, double>> results(collectors_.size());
+  for (size_t i = 0; i < collectors_.size(); ++i) {
+    ScrapeContext ctx(*tree);
+    auto start = Clock::now();
+    collectors_[i].collector->collect(ctx, sink);
+    double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    results[i] = {ctx.errors.empty(), secs};
+    if (ctx.vanished) {
+      stats_->vanished.fetch_add(ctx.vanished);
+      log::debug("cgroups vanished mid-scrape", "collector=" + collectors_[i].name +
+                                                     " count=" + std::to_string(ctx.vanished));
+    }
+    if (!ctx.errors.empty()) {
+      stats_->errors[i].fetch_add(ctx.errors.size());
+      // The first few, so a broken file cannot flood the log.
+      for (size_t e = 0; e < ctx.errors.size() && e < 3; ++e) {
+        log::error("collector failed", "collector=" + collectors_[i].name +
+                                           " err=" + log::quote(ctx.errors[e].message()));
+      }
+      if (ctx.errors.size() > 3) {
+        log::error("collector failed", "collector=" + collectors_[i].name + " more_errors=" +
+                                           std::to_string(ctx.errors.size() - 3));
+      }
+    }
+  }
+
+  for (size_t i = 0; i < collectors_.size(); ++i) {
+    const std::string& name = collectors_[i].name;
+    sink.add(kSuccess, {name}, results[i].first ? 1 : 0);
+    sink.add(kDuration, {name}, results[i].second);
+    sink.add(kErrors, {name}, static_cast<double>(stats_->errors[i].load()));
+  }
+  sink.add(kCgroups, {}, static_cast<double>(tree->cgroups.size()));
+  sink.add(kDropped, {}, static_cast<double>(tree->dropped));
+  sink.add(kVanished, {}, static_cast<double>(stats_->vanished.load()));
+  sink.add(kMode, {modeName(tree->layout.mode)}, 1);
+  sink.add(kBuild, {kVersion, kRevision}, 1);
+  return tree;
+}
+
+void Scraper::scrapeText(std::string& out) {
+  metrics::Sink sink;
+  auto keep = scrape(sink);
+  metrics::writeText(sink.families(), out);
+}
+
+std::vector<prometheus::MetricFamily> Scraper::Collect() const {
+  metrics::Sink sink;
+  auto keep = const_cast<Scraper*>(this)->scrape(sink);
+  std::vector<prometheus::MetricFamily> out;
+  out.reserve(sink.families().size());
+  for (const auto& f : sink.families()) out.push_back(metrics::toPrometheus(f));
+  return out;
+}
+
+std::vector<const metrics::Desc*> Scraper::describe() const {
+  std::vector<const metrics::Desc*> out;
+  for (const auto& c : collectors_) {
+    auto d = c.collector->describe();
+    out.insert(out.end(), d.begin(), d.end());
+  }
+  for (const auto* d : {&kSuccess, &kDuration, &kErrors, &kCgroups, &kDropped, &kVanished,
+                        &kDiscovery, &kMode, &kBuild}) {
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace memcg

@@ -1,0 +1,59 @@
+// One scrape: refresh discovery, run the enabled collectors into a Sink, add
+// the exporter's own metrics, and render the text exposition.
+//
+// Scrapes may run concurrently (one per civetweb worker): each has its own
+// Sink and buffers; shared state is the immutable CgroupTree, the collectors
+// (which keep no per-scrape state) and atomic counters.
+//
+// Scraper is also a prometheus::Collectable, so the same families can be
+// registered with any prometheus-cpp Exposer or Registry.
+#pragma once
+
+#include <prometheus/collectable.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/discovery.h"
+#include "metrics/metric.h"
+
+namespace memcg {
+
+struct EnabledCollector {
+  std::string name;
+  std::unique_ptr<Collector> collector;
+};
+
+class Scraper : public prometheus::Collectable {
+ public:
+  Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors);
+  ~Scraper() override;
+
+  /// Runs one scrape into `sink`. The returned tree must be kept alive while
+  /// the sink's label values are in use.
+  std::shared_ptr<const CgroupTree> scrape(metrics::Sink& sink);
+
+  /// Runs one scrape and appends its text exposition to `out`.
+  void scrapeText(std::string& out);
+
+  /// prometheus::Collectable.
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+  /// True once a discovery walk has succeeded.
+  bool ready() const { return ready_.load(); }
+
+  /// Every fixed metric of the enabled collectors plus the exporter's own.
+  std::vector<const metrics::Desc*> describe() const;
+
+ private:
+  struct Stats;
+  Discovery& discovery_;
+  std::vector<EnabledCollector> collectors_;
+  std::unique_ptr<Stats> stats_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace memcg

@@ -1,0 +1,208 @@
+// Collector behaviour on committed fixture trees and on trees built in temp
+// dirs, including the golden exposition of each fixture.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/unit/scrape_test_util.h"
+
+namespace memcg {
+namespace {
+
+using test::FixtureScrape;
+using test::fixturePath;
+using test::normalize;
+
+std::string readAll(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+// The golden files are the reviewed exposition of each fixture tree. After an
+// intended change, regenerate them with MEMCG_UPDATE_GOLDEN=1 and review the
+// diff.
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, ExpositionIsUnchanged) {
+  FixtureScrape s(fixturePath("cgroupfs/" + GetParam()));
+  std::string got = normalize(s.text());
+  std::string golden = std::string(MEMCG_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".prom";
+  if (std::getenv("MEMCG_UPDATE_GOLDEN")) {
+    std::ofstream(golden) << got;
+    GTEST_SKIP() << "golden file rewritten: " << golden;
+  }
+  EXPECT_EQ(got, readAll(golden)) << "exposition of " << GetParam()
+                                  << " changed; if intended, rerun with MEMCG_UPDATE_GOLDEN=1";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Golden, ::testing::Values("v1", "v2", "hybrid"));
+
+TEST(V1, LimitsUsageFailcntAndMax) {
+  FixtureScrape s(fixturePath("cgroupfs/v1"));
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_memory_limit_bytes{cgroup=\"/web\"} 268435456"));
+  EXPECT_TRUE(has(t, "memcg_memory_limit_bytes{cgroup=\"/\"} +Inf"));
+  EXPECT_TRUE(has(t, "memcg_memory_soft_limit_bytes{cgroup=\"/web\"} 134217728"));
+  EXPECT_TRUE(has(t, "memcg_memory_usage_bytes{cgroup=\"/web/frontend\"} 66584576"));
+  EXPECT_TRUE(has(t, "memcg_memory_failcnt_total{cgroup=\"/web\"} 881"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_oom_kill_total{cgroup=\"/web/frontend\"} 1"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
+  // Local v1 keys are not in the default set; hierarchical ones are.
+  EXPECT_EQ(t.find("memcg_memory_stat_cache_bytes"), std::string::npos);
+  // Missing memsw files (no swap accounting) are simply not exported.
+  EXPECT_EQ(t.find("memcg_memsw_usage_bytes{cgroup=\"/web/frontend\"}"), std::string::npos);
+  EXPECT_TRUE(has(t, "memcg_memsw_usage_bytes{cgroup=\"/web\"} 266338304"));
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_stat\"} 1"));
+  EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"v1\"} 1"));
+}
+
+TEST(V1, ReclaimStatFromPatchedKernel) {
+  FixtureScrape s(fixturePath("cgroupfs/v1"));
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_scanned_pages_total{cgroup=\"/web\",context=\"limit\"} 388463"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_freed_pages_total{cgroup=\"/web\",context=\"limit\"} 162238"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_elapsed_seconds_total{cgroup=\"/web\",context=\"limit\"} 13.852159231"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/web\"} 0.44"));
+  // Absent on unpatched cgroups: nothing, and no failure.
+  EXPECT_EQ(t.find("memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/\"}"), std::string::npos);
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"reclaim_stat\"} 1"));
+}
+
+TEST(V2, FilesMaxEventsAndReclaimerSplit) {
+  FixtureScrape s(fixturePath("cgroupfs/v2"));
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_memory_limit_bytes{cgroup=\"/system.slice\"} +Inf"));
+  EXPECT_TRUE(has(t, "memcg_memory_limit_bytes{cgroup=\"/kubepods\"} 268435456"));
+  EXPECT_TRUE(has(t, "memcg_memory_high_bytes{cgroup=\"/kubepods\"} 201326592"));
+  EXPECT_TRUE(has(t, "memcg_memory_min_bytes{cgroup=\"/kubepods\"} 33554432"));
+  EXPECT_TRUE(has(t, "memcg_swap_limit_bytes{cgroup=\"/kubepods\"} +Inf"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_max_total{cgroup=\"/kubepods\"} 881"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_local_max_total{cgroup=\"/kubepods\"} 0"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_brand_new_event_total{cgroup=\"/kubepods/pod-a\"} 3"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\",reclaimer=\"direct\"} 881"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_pgsteal_total{cgroup=\"/kubepods\",reclaimer=\"kswapd\"} 90"));
+  EXPECT_TRUE(has(t, "memcg_pressure_memory_waiting_seconds_total{cgroup=\"/kubepods\"} 2.5"));
+  EXPECT_TRUE(has(t, "memcg_pressure_memory_stalled_seconds_total{cgroup=\"/\"} 0.065432"));
+  EXPECT_TRUE(has(t, "memcg_node_pressure_memory_waiting_seconds_total 0.424242"));
+  // The root has no memory.current; the pre-summed pgscan is never exported.
+  EXPECT_EQ(t.find("memcg_memory_usage_bytes{cgroup=\"/\"}"), std::string::npos);
+  EXPECT_EQ(t.find("memcg_memory_stat_pgscan_bytes"), std::string::npos);
+  EXPECT_EQ(t.find("memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\"}"), std::string::npos);
+  // Swap files missing in pod-a: not exported.
+  EXPECT_EQ(t.find("memcg_swap_usage_bytes{cgroup=\"/kubepods/pod-a\"}"), std::string::npos);
+}
+
+TEST(Hybrid, PressureJoinedFromCgroup2) {
+  FixtureScrape s(fixturePath("cgroupfs/hybrid"));
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_pressure_memory_waiting_seconds_total{cgroup=\"/web\"} 5"));
+  EXPECT_EQ(t.find("memcg_pressure_memory_waiting_seconds_total{cgroup=\"/web/frontend\"}"),
+            std::string::npos);
+  EXPECT_TRUE(has(t, "memcg_memory_failcnt_total{cgroup=\"/web\"} 881"));
+  EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"hybrid\"} 1"));
+}
+
+// Keys from a newer kernel are outside the default set; selected, they are
+// named by rule: event-like prefixes as counters, the rest as bytes.
+TEST(Fields, UnknownKeysByNamingRule) {
+  CollectorConfig cfg;
+  cfg.memoryStatFields = ".*";
+  FixtureScrape v2(fixturePath("cgroupfs/v2"), cfg);
+  std::string t = v2.text();
+  EXPECT_TRUE(has(t, "memcg_memory_stat_pgnewevent_total{cgroup=\"/kubepods/pod-a\"} 5"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_new_size_thing_bytes{cgroup=\"/kubepods/pod-a\"} 8192"));
+  EXPECT_NE(t.find("# TYPE memcg_memory_stat_pgnewevent_total counter"), std::string::npos);
+  FixtureScrape v1(fixturePath("cgroupfs/v1"), cfg);
+  t = v1.text();
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_pgnewevent_total{cgroup=\"/web/frontend\"} 17"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_newthing_bytes{cgroup=\"/web/frontend\"} 4096"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/\"} +Inf"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/web\"} 268435456"));
+}
+
+TEST(Fields, RegexWidensAndNarrows) {
+  CollectorConfig cfg;
+  cfg.memoryStatFields = "cache|total_cache";
+  FixtureScrape s(fixturePath("cgroupfs/v1"), cfg);
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_memory_stat_cache_bytes{cgroup=\"/web\"} 262144000"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
+  EXPECT_EQ(t.find("memcg_memory_stat_hierarchical_rss_bytes"), std::string::npos);
+  EXPECT_EQ(t.find("pgnewevent"), std::string::npos);
+}
+
+// A malformed file fails its collector for this scrape (metric and log), loses
+// nothing else: the other cgroups and the other collectors are served.
+TEST(Malformed, FailsOnlyItsCollector) {
+  FixtureScrape s(fixturePath("cgroupfs/malformed"));
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_stat\"} 0"));
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_usage\"} 0"));
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"pressure\"} 1"));
+  EXPECT_TRUE(has(t, "memcg_exporter_scrape_errors_total{collector=\"memory_stat\"} 1"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_anon_bytes{cgroup=\"/good\"} 10"));
+  EXPECT_TRUE(has(t, "memcg_memory_limit_bytes{cgroup=\"/good\"} 1000"));
+  EXPECT_TRUE(has(t, "memcg_memory_usage_bytes{cgroup=\"/bad\"} 40"));
+  // Nothing of the bad memory.stat, not even the line before the bad one.
+  EXPECT_EQ(t.find("memcg_memory_stat_anon_bytes{cgroup=\"/bad\"}"), std::string::npos);
+  EXPECT_EQ(t.find("memcg_memory_limit_bytes{cgroup=\"/bad\"}"), std::string::npos);
+  // Errors are counted across scrapes.
+  t = s.text();
+  EXPECT_TRUE(has(t, "memcg_exporter_scrape_errors_total{collector=\"memory_stat\"} 2"));
+}
+
+// A cgroup removed after the walk and before its files are read is skipped
+// silently: no error, the collector succeeds, the rest is served.
+TEST(Vanish, CgroupRemovedMidScrapeIsSkipped) {
+  test::TempTree tt;
+  tt.copyFixture("cgroupfs/v2", "cg");
+  DiscoveryOptions o;
+  o.cgroupfsRoot = tt.path("cg");
+  o.procfsRoot = fixturePath("procfs");
+  Discovery d(o);
+  auto tree = *d.refresh();
+  tt.remove("cg/kubepods");
+  CollectorConfig cfg;
+  cfg.procfsRoot = o.procfsRoot;
+  for (auto& c : test::allCollectors(cfg)) {
+    ScrapeContext ctx(*tree);
+    metrics::Sink sink;
+    c.collector->collect(ctx, sink);
+    EXPECT_TRUE(ctx.errors.empty()) << c.name << ": " << ctx.errors[0].message();
+    for (const auto& f : sink.families()) {
+      for (const auto& smp : f.samples) {
+        EXPECT_FALSE(smp.values[0].starts_with("/kubepods")) << f.desc->name;
+      }
+    }
+  }
+}
+
+// Concurrent scrapes each get a whole, uncorrupted exposition.
+TEST(Concurrency, ParallelScrapesAgree) {
+  FixtureScrape s(fixturePath("cgroupfs/v2"));
+  const std::string want = normalize(s.text());
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 50; ++k) {
+        if (normalize(s.text()) != want) ++bad;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+}  // namespace
+}  // namespace memcg

@@ -1,0 +1,183 @@
+#include "collectors/discovery.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <stdexcept>
+
+#include "tests/support/temp_tree.h"
+
+namespace memcg {
+namespace {
+
+std::vector<std::string> paths(const CgroupTree& t) {
+  std::vector<std::string> out;
+  for (const auto& c : t.cgroups) out.push_back(c.path);
+  return out;
+}
+
+TEST(Mountinfo, ParsesCgroupMountsAndEscapes) {
+  const char* text =
+      "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n"
+      "41 30 0:38 / /mnt/with\\040space rw - ext4 /dev/sda1 rw\n";
+  auto m = parseMountinfo(text, "mountinfo");
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->size(), 4u);
+  EXPECT_EQ((*m)[1].fsType, "cgroup");
+  EXPECT_EQ((*m)[1].superOptions, "rw,memory");
+  EXPECT_EQ((*m)[2].fsType, "cgroup2");
+  EXPECT_EQ((*m)[3].mountPoint, "/mnt/with space");
+  EXPECT_FALSE(parseMountinfo("30 22 0:27 / /x rw\n", "mountinfo").ok());
+}
+
+TEST(Layout, FixtureTrees) {
+  const std::string noProc = test::fixturePath("procfs");  // has no self/mountinfo
+  auto v1 = detectLayout(test::fixturePath("cgroupfs/v1"), noProc);
+  ASSERT_TRUE(v1.ok()) << v1.error().message();
+  EXPECT_EQ(v1->mode, CgroupMode::kV1);
+  EXPECT_EQ(v1->memoryRoot, test::fixturePath("cgroupfs/v1/memory"));
+  auto v2 = detectLayout(test::fixturePath("cgroupfs/v2"), noProc);
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->mode, CgroupMode::kV2);
+  auto hy = detectLayout(test::fixturePath("cgroupfs/hybrid"), noProc);
+  ASSERT_TRUE(hy.ok());
+  EXPECT_EQ(hy->mode, CgroupMode::kHybrid);
+  EXPECT_EQ(hy->unifiedRoot, test::fixturePath("cgroupfs/hybrid/unified"));
+  test::TempTree empty;
+  EXPECT_FALSE(detectLayout(empty.root(), noProc).ok());
+}
+
+TEST(Layout, FromMountinfo) {
+  // A procfs whose mountinfo names the mounts: v1 memory + cgroup2 without it.
+  test::TempTree t;
+  t.copyFixture("cgroupfs/hybrid", "cg");
+  t.write("proc/self/mountinfo",
+          "34 30 0:31 / " + t.path("cg/memory") + " rw - cgroup cgroup rw,memory\n" +
+              "40 30 0:37 / " + t.path("cg/unified") + " rw - cgroup2 cgroup2 rw\n" +
+              "41 30 0:38 / /elsewhere rw - cgroup cgroup rw,memory\n");
+  auto l = detectLayout(t.path("cg"), t.path("proc"));
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->mode, CgroupMode::kHybrid);
+  EXPECT_EQ(l->memoryRoot, t.path("cg/memory"));
+}
+
+TEST(Discovery, WalksBreadthFirstInNameOrder) {
+  DiscoveryOptions o;
+  o.cgroupfsRoot = test::fixturePath("cgroupfs/v1");
+  o.procfsRoot = test::fixturePath("procfs");
+  Discovery d(o);
+  auto t = d.refresh();
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(paths(**t), (std::vector<std::string>{"/", "/system.slice", "/web", "/web/frontend"}));
+  EXPECT_EQ((*t)->cgroups[3].depth, 2);
+}
+
+TEST(Discovery, IncludeExcludeDepthLimit) {
+  DiscoveryOptions o;
+  o.cgroupfsRoot = test::fixturePath("cgroupfs/v1");
+  o.procfsRoot = test::fixturePath("procfs");
+  o.exclude = "/system\\.slice(/.*)?";
+  {
+    Discovery d(o);
+    EXPECT_EQ(paths(**d.refresh()), (std::vector<std::string>{"/", "/web", "/web/frontend"}));
+  }
+  o.exclude.clear();
+  o.include = "/web.*";
+  {
+    Discovery d(o);
+    EXPECT_EQ(paths(**d.refresh()), (std::vector<std::string>{"/web", "/web/frontend"}));
+  }
+  o.include = ".*";
+  o.maxDepth = 1;
+  {
+    Discovery d(o);
+    EXPECT_EQ(paths(**d.refresh()), (std::vector<std::string>{"/", "/system.slice", "/web"}));
+  }
+  o.maxDepth = 8;
+  o.limit = 2;
+  {
+    Discovery d(o);
+    auto t = *d.refresh();
+    EXPECT_EQ(paths(*t), (std::vector<std::string>{"/", "/system.slice"}));
+    EXPECT_EQ(t->dropped, 1u);  // /web; nothing deeper is walked once full
+  }
+}
+
+TEST(Discovery, BadOptionsThrowAtStartup) {
+  DiscoveryOptions o;
+  o.cgroupfsRoot = test::fixturePath("cgroupfs/v1");
+  o.procfsRoot = test::fixturePath("procfs");
+  o.include = "(";
+  EXPECT_THROW(Discovery{o}, std::invalid_argument);
+  o.include = ".*";
+  o.cgroupfsRoot = "/nonexistent/memcg_exporter_test";
+  EXPECT_THROW(Discovery{o}, std::invalid_argument);
+}
+
+TEST(Discovery, HybridJoinsPressureByPath) {
+  DiscoveryOptions o;
+  o.cgroupfsRoot = test::fixturePath("cgroupfs/hybrid");
+  o.procfsRoot = test::fixturePath("procfs");
+  Discovery d(o);
+  auto t = *d.refresh();
+  ASSERT_EQ(t->cgroups.size(), 4u);
+  EXPECT_TRUE(t->cgroups[0].psiDir);   // /
+  EXPECT_TRUE(t->cgroups[2].psiDir);   // /web
+  EXPECT_FALSE(t->cgroups[3].psiDir);  // /web/frontend has no cgroup2 twin
+}
+
+// A cgroup removed and recreated under the same name is a new cgroup: new
+// inode, new descriptors; the old CgroupDir reads as gone.
+TEST(Discovery, RecreatedCgroupIsNotConfusedWithTheOld) {
+  test::TempTree t;
+  t.write("memory/memory.limit_in_bytes", "9223372036854771712\n");
+  t.write("memory/cgroup.procs", "");
+  t.write("memory/a/cgroup.procs", "");
+  t.write("memory/a/memory.usage_in_bytes", "111\n");
+  DiscoveryOptions o;
+  o.cgroupfsRoot = t.root();
+  o.procfsRoot = test::fixturePath("procfs");
+  Discovery d(o);
+  auto first = *d.refresh();
+  ASSERT_EQ(first->cgroups.size(), 2u);
+  auto oldDir = first->cgroups[1].dir;
+  ino_t oldIno = first->cgroups[1].inode;
+
+  // Keep something else holding the old inode number so it cannot be reused.
+  t.write("memory/keep/cgroup.procs", "");
+  t.remove("memory/a");
+  t.write("memory/a/cgroup.procs", "");
+  t.write("memory/a/memory.usage_in_bytes", "222\n");
+  auto second = *d.refresh();
+  const Cgroup* a = nullptr;
+  for (const auto& c : second->cgroups) {
+    if (c.path == "/a") a = &c;
+  }
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->inode, oldIno);
+  EXPECT_NE(a->dir.get(), oldDir.get());
+  std::string buf;
+  std::string_view out;
+  EXPECT_EQ(a->dir->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kOk);
+  EXPECT_EQ(out, "222\n");
+  EXPECT_EQ(oldDir->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kGone);
+}
+
+TEST(Discovery, RemovedCgroupDisappearsFromTheNextWalk) {
+  test::TempTree t;
+  t.copyFixture("cgroupfs/v2", "cg");
+  DiscoveryOptions o;
+  o.cgroupfsRoot = t.path("cg");
+  o.procfsRoot = test::fixturePath("procfs");
+  Discovery d(o);
+  EXPECT_EQ((*d.refresh())->cgroups.size(), 4u);
+  t.remove("cg/kubepods");
+  EXPECT_EQ(paths(**d.refresh()), (std::vector<std::string>{"/", "/system.slice"}));
+  EXPECT_EQ(d.find("/kubepods"), nullptr);
+  EXPECT_NE(d.find("/system.slice"), nullptr);
+}
+
+}  // namespace
+}  // namespace memcg

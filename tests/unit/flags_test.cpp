@@ -1,0 +1,70 @@
+#include "exporter/flags.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace memcg {
+namespace {
+
+Options parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "memcg_exporter");
+  return parseFlags(static_cast<int>(args.size()), args.data());
+}
+
+TEST(Flags, Defaults) {
+  Options o = parse({});
+  EXPECT_EQ(o.listenAddress, ":9712");
+  EXPECT_EQ(o.telemetryPath, "/metrics");
+  EXPECT_EQ(o.discovery.cgroupfsRoot, "/sys/fs/cgroup");
+  auto on = o.enabledCollectors();
+  EXPECT_EQ(on.size(), 6u);
+}
+
+TEST(Flags, NodeExporterStyle) {
+  Options o = parse({"--web.listen-address=127.0.0.1:9999", "--web.telemetry-path", "/m",
+                     "--no-collector.vmstat", "--path.cgroupfs=/host/cg", "--path.procfs=/host/proc",
+                     "--log.level=debug", "--cgroup.limit=10", "--collector.memory_stat.fields=cache"});
+  EXPECT_EQ(o.listenAddress, "127.0.0.1:9999");
+  EXPECT_EQ(o.telemetryPath, "/m");
+  EXPECT_EQ(o.discovery.cgroupfsRoot, "/host/cg");
+  EXPECT_EQ(o.collector.procfsRoot, "/host/proc");
+  EXPECT_EQ(o.discovery.limit, 10u);
+  EXPECT_EQ(o.collector.memoryStatFields, "cache");
+  auto on = o.enabledCollectors();
+  EXPECT_EQ(std::count(on.begin(), on.end(), "vmstat"), 0);
+}
+
+TEST(Flags, DisableDefaultsThenEnableOne) {
+  Options o = parse({"--collector.disable-defaults", "--collector.pressure"});
+  EXPECT_EQ(o.enabledCollectors(), std::vector<std::string>{"pressure"});
+}
+
+TEST(Flags, BadInputHasAOneLineReason) {
+  auto reason = [](std::vector<const char*> a) {
+    try {
+      parse(a);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(reason({"--bogus"}).find("unknown flag --bogus"), std::string::npos);
+  EXPECT_NE(reason({"--web.listen-address=nohost"}).find("[host]:port"), std::string::npos);
+  EXPECT_NE(reason({"--web.listen-address=:99999"}).find("bad port"), std::string::npos);
+  EXPECT_NE(reason({"--cgroup.limit=0"}).find("--cgroup.limit"), std::string::npos);
+  EXPECT_NE(reason({"--log.level=loud"}).find("--log.level"), std::string::npos);
+  EXPECT_NE(reason({"--web.telemetry-path"}).find("needs a value"), std::string::npos);
+  EXPECT_NE(reason({"stray"}).find("unexpected argument"), std::string::npos);
+  EXPECT_NE(reason({"--collector.vmstat=yes"}).find("takes no value"), std::string::npos);
+}
+
+TEST(Flags, CivetListeningPort) {
+  EXPECT_EQ(civetListeningPort(":9712"), "9712");
+  EXPECT_EQ(civetListeningPort("127.0.0.1:9712"), "127.0.0.1:9712");
+  EXPECT_EQ(civetListeningPort("[::1]:9712"), "[::1]:9712");
+  EXPECT_THROW(civetListeningPort("::1:9712"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace memcg

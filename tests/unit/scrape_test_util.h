@@ -1,0 +1,49 @@
+// Scrapes a fixture tree in-process, for golden and behaviour tests.
+#pragma once
+
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "collectors/collector.h"
+#include "collectors/discovery.h"
+#include "exporter/scraper.h"
+#include "tests/support/temp_tree.h"
+
+namespace memcg::test {
+
+inline std::vector<EnabledCollector> allCollectors(const CollectorConfig& cfg) {
+  std::vector<EnabledCollector> out;
+  for (const auto& c : collectorRegistry()) {
+    if (c.defaultEnabled) out.push_back({std::string(c.name), c.make(cfg)});
+  }
+  return out;
+}
+
+struct FixtureScrape {
+  explicit FixtureScrape(const std::string& cgroupfsRoot, CollectorConfig cfg = {}) {
+    DiscoveryOptions o;
+    o.cgroupfsRoot = cgroupfsRoot;
+    o.procfsRoot = fixturePath("procfs");
+    cfg.procfsRoot = o.procfsRoot;
+    discovery = std::make_unique<Discovery>(o);
+    scraper = std::make_unique<Scraper>(*discovery, allCollectors(cfg));
+  }
+  std::string text() {
+    std::string out;
+    scraper->scrapeText(out);
+    return out;
+  }
+  std::unique_ptr<Discovery> discovery;
+  std::unique_ptr<Scraper> scraper;
+};
+
+/// Removes what changes from run to run: collector durations, the revision.
+inline std::string normalize(const std::string& text) {
+  static const std::regex kDuration("(memcg_exporter_collector_duration_seconds\\{[^}]*\\}) .*");
+  static const std::regex kRevision("revision=\"[^\"]*\"");
+  std::string s = std::regex_replace(text, kDuration, "$1 0");
+  return std::regex_replace(s, kRevision, "revision=\"REV\"");
+}
+
+}  // namespace memcg::test

@@ -1,0 +1,76 @@
+// Our exposition writer must be byte-identical to prometheus-cpp's
+// TextSerializer on the same families.
+#include "metrics/text_format.h"
+
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "tests/unit/scrape_test_util.h"
+
+namespace memcg::metrics {
+namespace {
+
+std::string reference(const std::vector<prometheus::MetricFamily>& fams) {
+  std::ostringstream s;
+  prometheus::TextSerializer().Serialize(s, fams);
+  return s.str();
+}
+
+TEST(TextFormat, IdenticalToTextSerializerOnEveryFixture) {
+  for (const char* fixture : {"v1", "v2", "hybrid", "malformed"}) {
+    test::FixtureScrape s(test::fixturePath(std::string("cgroupfs/") + fixture));
+    metrics::Sink sink;
+    auto keep = s.scraper->scrape(sink);
+    std::vector<prometheus::MetricFamily> pf;
+    for (const auto& f : sink.families()) pf.push_back(toPrometheus(f));
+    std::string ours;
+    writeText(sink.families(), ours);
+    ASSERT_GT(ours.size(), 1000u);
+    EXPECT_EQ(ours, reference(pf)) << fixture;
+    // And the prometheus-cpp-model writer (used for Registry families).
+    std::string ours2;
+    writeText(pf, ours2);
+    EXPECT_EQ(ours2, reference(pf)) << fixture;
+  }
+}
+
+TEST(TextFormat, IdenticalOnAwkwardValuesLabelsAndHistograms) {
+  Desc g{"x_bytes", "help with \\ backslash", Type::kGauge, {"cgroup", "k"}, {}};
+  Desc c{"y_total", "", Type::kCounter, {}, {}};
+  Desc h{"z_seconds", "a histogram", Type::kHistogram, {"cgroup"}, {1e-6, 0.001, 0.5, 10}};
+  Sink sink;
+  const double values[] = {0,      0.1,     1,        1e20,      123456789012345678.0,
+                           9223372036854771712.0, 1.5e-7, 3.0 / 7, 65536,   -2.5,
+                           1e15,   999999999999999.0, 1e16, 4.9e-324,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(), std::nan("")};
+  std::string_view label = "/a\"b\\c\nd/e f";
+  for (double v : values) sink.add(g, {label, "v"}, v);
+  sink.add(c, {}, 42);
+  sink.family(h).addHistogram({"/x"}, 7, 0.25, {1, 2, 5, 7});
+  sink.family(h).addHistogram({"/y"}, 0, 0, {0, 0, 0, 0});
+  std::vector<prometheus::MetricFamily> pf;
+  for (const auto& f : sink.families()) pf.push_back(toPrometheus(f));
+  std::string ours;
+  writeText(sink.families(), ours);
+  EXPECT_EQ(ours, reference(pf));
+  EXPECT_NE(ours.find("x_bytes{cgroup=\"/a\\\"b\\\\c\\nd/e f\",k=\"v\"} +Inf\n"), std::string::npos);
+  EXPECT_NE(ours.find("z_seconds_bucket{cgroup=\"/x\",le=\"+Inf\"} 7\n"), std::string::npos);
+}
+
+TEST(TextFormat, FormatValue) {
+  char b[32];
+  auto f = [&](double v) { return std::string(b, formatValue(v, b)); };
+  EXPECT_EQ(f(268435456), "268435456");
+  EXPECT_EQ(f(0.065432), "0.065432");
+  EXPECT_EQ(f(1.5e-7), "1.5e-07");
+  EXPECT_EQ(f(std::numeric_limits<double>::infinity()), "+Inf");
+  EXPECT_EQ(f(std::nan("")), "Nan");
+}
+
+}  // namespace
+}  // namespace memcg::metrics

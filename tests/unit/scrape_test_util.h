@@ -20,11 +20,18 @@ inline std::vector<EnabledCollector> allCollectors(const CollectorConfig& cfg) {
   return out;
 }
 
+inline DiscoveryOptions fixtureOptions(const std::string& cgroupfsRoot) {
+  DiscoveryOptions o;
+  o.cgroupfsRoot = cgroupfsRoot;
+  o.procfsRoot = fixturePath("procfs");
+  return o;
+}
+
+/// A Discovery and a Scraper with every default collector.
 struct FixtureScrape {
-  explicit FixtureScrape(const std::string& cgroupfsRoot, CollectorConfig cfg = {}) {
-    DiscoveryOptions o;
-    o.cgroupfsRoot = cgroupfsRoot;
-    o.procfsRoot = fixturePath("procfs");
+  explicit FixtureScrape(const std::string& cgroupfsRoot, CollectorConfig cfg = {})
+      : FixtureScrape(fixtureOptions(cgroupfsRoot), std::move(cfg)) {}
+  FixtureScrape(const DiscoveryOptions& o, CollectorConfig cfg) {
     cfg.procfsRoot = o.procfsRoot;
     discovery = std::make_unique<Discovery>(o);
     scraper = std::make_unique<Scraper>(*discovery, allCollectors(cfg));

@@ -58,7 +58,6 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   std::shared_ptr<const CgroupTree> tree;
   if (treeOr.ok()) {
     tree = *treeOr;
-    ready_.store(true);
     sink.add(kDiscovery, {}, 1);
   } else {
     log::error("cgroup discovery failed", "err=" + log::quote(treeOr.error().message()));

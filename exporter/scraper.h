@@ -43,7 +43,7 @@ class Scraper : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
   /// True once a discovery walk has succeeded.
-  bool ready() const { return ready_.load(); }
+  bool ready() const { return discovery_.current() != nullptr; }
 
   /// Every fixed metric of the enabled collectors plus the exporter's own.
   std::vector<const metrics::Desc*> describe() const;
@@ -53,7 +53,6 @@ class Scraper : public prometheus::Collectable {
   Discovery& discovery_;
   std::vector<EnabledCollector> collectors_;
   std::unique_ptr<Stats> stats_;
-  std::atomic<bool> ready_{false};
 };
 
 }  // namespace memcg

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages memcg_exporter needs, only those missing.
+#   deps.sh build   compilers, libraries
+#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
+#   deps.sh bench   + what the benchmarks compare against (node_exporter)
+set -euo pipefail
+build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
+       libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+       libbenchmark-dev)
+test=(prometheus curl)
+bench=(prometheus-node-exporter)
+want=("${build[@]}")
+case "${1:-build}" in
+  build) ;;
+  test) want+=("${test[@]}") ;;
+  bench) want+=("${test[@]}" "${bench[@]}") ;;
+  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+if [ "$(id -u)" != 0 ]; then
+  echo "deps.sh: run as root to install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

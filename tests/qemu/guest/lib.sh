@@ -1,0 +1,86 @@
+# Helpers for the guest-side tests (busybox sh and busybox awk), sourced by
+# /init and by each /tests/test_*.sh.
+# shellcheck disable=SC2034  # MT_METRIC_FAILED is read by the test files
+
+# --- result markers (the protocol run.sh reads from the serial console) ------------
+mt_pass() { echo "MEMCG_TEST PASS $1"; }
+mt_fail() { _n="$1"; shift; echo "MEMCG_TEST FAIL ${_n} $*"; }
+mt_skip() { _n="$1"; shift; echo "MEMCG_TEST SKIP ${_n} $*"; }
+mt_info() { echo "MEMCG_TEST INFO $*"; }
+
+# --- kernel files ----------------------------------------------------------------------
+# Value of KEY in a flat-keyed file ("key value" lines: memory.stat, memory.events).
+kv() {
+  awk -v k="$2" '$1 == k { print $2; f = 1; exit } END { exit !f }' "$1" 2>/dev/null
+}
+# total= of the some/full line of a pressure file, in microseconds.
+psi_total() {
+  awk -v w="$2" '$1 == w { for (i = 2; i <= NF; i++) if ($i ~ /^total=/) {
+    sub(/^total=/, "", $i); print $i; f = 1 } } END { exit !f }' "$1" 2>/dev/null
+}
+# Divides an integer string by 1e6 exactly enough for a %.16g comparison.
+usec_to_sec() { awk -v u="$1" 'BEGIN { printf "%.9f\n", u / 1000000 }'; }
+
+# --- the exposition ------------------------------------------------------------------
+# Value of the sample whose name-and-labels is exactly KEY in the scrape FILE,
+# e.g. metric_value /tmp/s 'memcg_memory_usage_bytes{cgroup="/x"}'.
+metric_value() {
+  awk -v k="$2" '$1 == k { print $2; f = 1; exit } END { exit !f }' "$1"
+}
+
+# cmp_values GOT WANT [ABS_TOL] [REL_TOL]: true when GOT (exposition text) is
+# WANT (a kernel value; "max" means +Inf) within max(ABS_TOL, REL_TOL*|WANT|).
+cmp_values() {
+  awk -v g="$1" -v w="$2" -v a="${3:-0}" -v r="${4:-0}" 'BEGIN {
+    gi = (g == "+Inf" || g == "Inf"); wi = (w == "max" || w == "+Inf")
+    if (gi || wi) exit !(gi && wi)
+    if (g !~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) exit 1
+    if (w !~ /^[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$/) exit 1
+    d = g - w; if (d < 0) d = -d
+    t = a + 0; m = (w < 0 ? -w : w) * r; if (m > t) t = m
+    exit !(d <= t)
+  }'
+}
+
+# is_gt A B: numeric A > B (awk doubles, fine for counters below 2^53).
+is_gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 > b + 0) }'; }
+
+# expect_metric TEST SCRAPE KEY WANT [ABS_TOL] [REL_TOL]
+# One test: the sample KEY in SCRAPE equals the kernel's WANT.
+expect_metric() {
+  _t="$1"; _s="$2"; _k="$3"; _w="$4"
+  if [ -z "${_w}" ]; then
+    mt_fail "${_t}" "the test could not read the kernel value for ${_k}"
+    return 1
+  fi
+  if ! _g="$(metric_value "${_s}" "${_k}")"; then
+    _name="${_k%%\{*}"
+    _seen="$(grep "^${_name}[{ ]" "${_s}" | head -n 3 | tr '\n' ';')"
+    mt_fail "${_t}" "${_k} missing from /metrics (kernel: ${_w}; samples of ${_name}: ${_seen:-none})"
+    MT_METRIC_FAILED=1
+    return 1
+  fi
+  if cmp_values "${_g}" "${_w}" "${5:-0}" "${6:-0}"; then
+    mt_pass "${_t}"
+    return 0
+  fi
+  mt_fail "${_t}" "${_k} = ${_g}, kernel says ${_w}"
+  MT_METRIC_FAILED=1
+  return 1
+}
+
+# dump_samples FILE PATTERN: the matching samples as MEMCG_LOG lines (shown by
+# run.sh on failure, or always with --verbose).
+dump_samples() {
+  grep -- "$2" "$1" | sed 's/^/MEMCG_LOG scrape: /'
+}
+# True when run.sh was given --verbose (it adds memcg_test.verbose to the cmdline).
+verbose() { grep -q 'memcg_test.verbose' /proc/cmdline; }
+
+# scrape URL FILE: GET URL into FILE; true on a non-empty answer.
+# Not `wget -T`: Debian's static busybox 1.35 wget segfaults with it; the
+# timeout comes from busybox timeout instead.
+scrape() {
+  rm -f "$2"
+  timeout 30 wget -q -O "$2" "$1" 2>/dev/null && [ -s "$2" ]
+}

@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# The qemu cgroup-v2 lane: boots Debian's own kernel under qemu (TCG) with a
+# busybox initramfs, runs the guest driver (tests/qemu/guest/) against the real
+# exporter on a real cgroup v2 hierarchy, and turns the guest's serial-console
+# markers into pass/fail. See tests/qemu/README.md.
+#
+#   tests/qemu/run.sh [--exporter PATH | --no-exporter] [--cache DIR]
+#                     [--timeout SECONDS] [--keep] [--verbose]
+#
+# Exit: 0 when every guest test passed (or the lane was skipped because qemu
+# cannot run here at all), 1 on any failure, a missing DONE marker or a timeout,
+# 2 on a usage error.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
+GUEST_DIR="${SCRIPT_DIR}/guest"
+readonly SCRIPT_DIR REPO_ROOT GUEST_DIR
+
+# Modules the guest insmods, in this order; each one's own `modinfo -F depends`
+# is put in front of it, so a kernel that grows a dependency still works.
+# crc32c_generic is not a declared dependency of ext4: ext4 asks the crypto API
+# for "crc32c" at mount time, so it is listed explicitly.
+readonly GUEST_MODULES=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev
+                        virtio_pci virtio_blk crc16 crc32c_generic mbcache jbd2 ext4)
+readonly STREAM_FILE_MIB=256
+
+exporter="${MEMCG_QEMU_EXPORTER:-}"
+exporter_explicit=0
+[[ -n "${exporter}" ]] && exporter_explicit=1
+no_exporter=0
+cache_dir="${MEMCG_QEMU_CACHE:-/var/cache/memcg_exporter_test_qemu}"
+timeout_s="${MEMCG_QEMU_TIMEOUT:-240}"
+keep=0
+verbose=0
+
+usage() {
+  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+while (($#)); do
+  case "$1" in
+    --exporter) exporter="${2:?--exporter needs a path}"; exporter_explicit=1; shift 2 ;;
+    --exporter=*) exporter="${1#*=}"; exporter_explicit=1; shift ;;
+    --no-exporter) no_exporter=1; shift ;;
+    --cache) cache_dir="${2:?--cache needs a directory}"; shift 2 ;;
+    --cache=*) cache_dir="${1#*=}"; shift ;;
+    --timeout) timeout_s="${2:?--timeout needs seconds}"; shift 2 ;;
+    --timeout=*) timeout_s="${1#*=}"; shift ;;
+    --keep) keep=1; shift ;;
+    --verbose|-v) verbose=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+t_start=${SECONDS}
+log() { printf 'qemu lane: %s\n' "$*"; }
+die() { printf 'qemu lane: ERROR: %s\n' "$*" >&2; echo "qemu: 0 passed, 1 failed"; exit 1; }
+skip() { printf 'qemu lane: SKIPPED: %s\n' "$*"; exit 0; }
+
+# --- clean-up: temp dir, loop mounts, a qemu still running ------------------
+work=""
+mounts=()
+qemu_pid=""
+cleanup() {
+  local rc=$?
+  set +e
+  if [[ -n "${qemu_pid}" ]] && kill -0 "${qemu_pid}" 2>/dev/null; then
+    kill "${qemu_pid}" 2>/dev/null
+    wait "${qemu_pid}" 2>/dev/null
+  fi
+  local m
+  for m in "${mounts[@]+"${mounts[@]}"}"; do
+    umount "${m}" 2>/dev/null || umount -l "${m}" 2>/dev/null
+  done
+  if [[ -n "${work}" && -d "${work}" ]]; then
+    if ((keep)); then
+      echo "qemu lane: kept ${work}"
+    else
+      rm -rf -- "${work}"
+    fi
+  fi
+  exit "${rc}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- 1. tools ------------------------------------------------------------------
+[[ "$(uname -m)" == x86_64 ]] || skip "host is $(uname -m), the lane boots an amd64 kernel"
+
+declare -A tool_pkg=(
+  [qemu-system-x86_64]=qemu-system-x86 [cpio]=cpio [mkfs.ext4]=e2fsprogs
+  [modinfo]=kmod [gzip]=gzip [xz]=xz-utils [zstd]=zstd [timeout]=coreutils
+  [dpkg]=dpkg [ldd]=libc-bin [flock]=util-linux
+)
+static_busybox() {
+  [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1
+}
+missing_pkgs=()
+for t in "${!tool_pkg[@]}"; do
+  command -v "${t}" >/dev/null 2>&1 || missing_pkgs+=("${tool_pkg[${t}]}")
+done
+static_busybox || missing_pkgs+=(busybox-static)
+if ((${#missing_pkgs[@]})); then
+  if [[ "$(id -u)" -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    for p in qemu-system-x86 busybox-static; do
+      [[ " ${missing_pkgs[*]} " == *" ${p} "* ]] &&
+        skip "${p} is not installed and cannot be installed here (needs root and apt-get)"
+    done
+    die "missing packages and no way to install them: ${missing_pkgs[*]}"
+  fi
+  log "installing ${missing_pkgs[*]}"
+  apt_out=""
+  apt_install() {
+    apt_out="$(DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                 "$@" 2>&1 >/dev/null)"
+  }
+  if ! apt_install "${missing_pkgs[@]}"; then
+    # No or stale package lists: refresh once and try again.
+    apt-get update -qq >/dev/null 2>&1 || true
+    apt_install "${missing_pkgs[@]}" || {
+      printf '%s\n' "${apt_out}" | tail -n 5 >&2
+      command -v qemu-system-x86_64 >/dev/null 2>&1 ||
+        skip "qemu-system-x86 could not be installed"
+      die "apt-get install ${missing_pkgs[*]} failed"
+    }
+  fi
+fi
+static_busybox || skip "no static busybox at /bin/busybox"
+qemu-system-x86_64 -version >/dev/null 2>&1 || skip "qemu-system-x86_64 does not run on this host"
+
+# --- 2. the exporter ------------------------------------------------------------
+if ((no_exporter)); then
+  exporter=""
+elif [[ -z "${exporter}" ]]; then
+  exporter="${REPO_ROOT}/build/exporter/memcg_exporter"
+fi
+if [[ -n "${exporter}" ]]; then
+  [[ "${exporter}" == /* ]] || exporter="${PWD}/${exporter}"
+  if [[ ! -x "${exporter}" ]]; then
+    ((exporter_explicit)) && die "exporter binary not found or not executable: ${exporter}"
+    log "no exporter at ${exporter}: running the kernel-only tests" \
+        "(build it, or pass --exporter PATH)"
+    exporter=""
+  fi
+fi
+
+# --- 3. kernel package, cached ---------------------------------------------------
+mkdir -p "${cache_dir}" || die "cannot create cache dir ${cache_dir}"
+# One fetch at a time: two lanes on one machine share the cache.
+exec 9>"${cache_dir}/.lock"
+flock -w 300 9 || die "cannot lock ${cache_dir}/.lock"
+find_kernel_pkg() {
+  apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }'
+}
+refresh_lists() {
+  [[ "$(id -u)" -eq 0 ]] && apt-get update -qq >/dev/null 2>&1
+  return 0
+}
+kernel_pkg="${MEMCG_QEMU_KERNEL_PKG:-}"
+if [[ -z "${kernel_pkg}" ]]; then
+  kernel_pkg="$(find_kernel_pkg)"
+  if [[ -z "${kernel_pkg}" ]]; then
+    refresh_lists
+    kernel_pkg="$(find_kernel_pkg)"
+  fi
+  if [[ -z "${kernel_pkg}" ]]; then
+    # Offline, or no package lists: fall back to the newest kernel in the cache.
+    kernel_pkg="$(find "${cache_dir}" -mindepth 1 -maxdepth 1 -name 'linux-image-*' \
+                    -printf '%f\n' | sort -V | tail -n 1)"
+  fi
+  [[ -n "${kernel_pkg}" ]] || die "cannot tell which package linux-image-amd64 depends on" \
+                                   "(apt-cache depends linux-image-amd64 found nothing)"
+fi
+fetch_kernel() {  # $1: package; fills ${cache_dir}/$1/root
+  local k="${cache_dir}/$1" deb
+  rm -rf "${k}"
+  mkdir -p "${k}"
+  # apt's sandbox user cannot write to a root-owned cache dir; download as ourselves.
+  (cd "${k}" && apt-get download -qq -o APT::Sandbox::User="$(id -un)" "$1" \
+     >/dev/null 2>"${k}/download.err") || return 1
+  deb="$(find "${k}" -maxdepth 1 -name '*.deb' | head -n 1)"
+  dpkg -x "${deb}" "${k}/root" 2>>"${k}/download.err" || return 1
+  rm -f "${deb}" "${k}/download.err"  # the unpacked tree is what we keep
+  touch "${k}/.extracted"
+}
+if [[ ! -f "${cache_dir}/${kernel_pkg}/.extracted" ]]; then
+  log "fetching ${kernel_pkg} into ${cache_dir}"
+  if ! fetch_kernel "${kernel_pkg}"; then
+    # Stale package lists name a kernel the archive no longer has.
+    err="$(tail -n 3 "${cache_dir}/${kernel_pkg}/download.err" 2>/dev/null)"
+    rm -rf "${cache_dir:?}/${kernel_pkg}"
+    [[ -n "${MEMCG_QEMU_KERNEL_PKG:-}" ]] && die "fetching ${kernel_pkg} failed: ${err}"
+    refresh_lists
+    kernel_pkg="$(find_kernel_pkg)"
+    [[ -n "${kernel_pkg}" ]] || die "fetching the kernel package failed: ${err}"
+    fetch_kernel "${kernel_pkg}" ||
+      die "fetching ${kernel_pkg} failed: $(tail -n 3 "${cache_dir}/${kernel_pkg}/download.err")"
+  fi
+  # Older kernels in the cache are of no further use.
+  for old in "${cache_dir}"/linux-image-*; do
+    [[ "${old}" == "${cache_dir}/${kernel_pkg}" ]] || rm -rf "${old}"
+  done
+fi
+flock -u 9
+exec 9>&-
+kcache="${cache_dir}/${kernel_pkg}"
+vmlinuz="$(find "${kcache}/root/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n 1)"
+[[ -f "${vmlinuz}" ]] || die "no vmlinuz in ${kcache}/root/boot"
+kver="${vmlinuz##*/vmlinuz-}"
+moddir="${kcache}/root/lib/modules/${kver}"
+[[ -d "${moddir}" ]] || die "no modules dir ${moddir}"
+
+# --- 4. temp dir -----------------------------------------------------------------
+work="$(mktemp -d "${TMPDIR:-/tmp}/memcg_exporter_test_qemu.XXXXXX")"
+rootfs="${work}/rootfs"
+mkdir -p "${rootfs}"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,mnt,tmp,run,tests} \
+         "${rootfs}/lib/modules/memcg"
+
+# --- 5. modules, in dependency order ---------------------------------------------
+declare -A mod_path=()
+while IFS= read -r f; do
+  n="${f##*/}"; n="${n%%.ko*}"; n="${n//-/_}"
+  mod_path[${n}]="${f}"
+done < <(find "${moddir}/kernel" -name '*.ko' -o -name '*.ko.xz' -o -name '*.ko.zst' \
+           -o -name '*.ko.gz')
+declare -A mod_done=()
+mod_order=()
+add_module() {
+  local m="${1//-/_}" d f
+  [[ -n "${mod_done[${m}]:-}" ]] && return 0
+  mod_done[${m}]=1
+  f="${mod_path[${m}]:-}"
+  if [[ -z "${f}" ]]; then
+    # Built into this kernel: nothing to load.
+    grep -q "/${m}.ko" "${moddir}/modules.builtin" 2>/dev/null && return 0
+    die "module ${m} is neither in ${moddir} nor built in"
+  fi
+  local deps
+  deps="$(modinfo -F depends "${f}")"
+  for d in ${deps//,/ }; do add_module "${d}"; done
+  # busybox insmod takes plain .ko files only.
+  case "${f}" in
+    *.ko.xz) xz -dc "${f}" >"${rootfs}/lib/modules/memcg/${m}.ko" ;;
+    *.ko.zst) zstd -qdc "${f}" >"${rootfs}/lib/modules/memcg/${m}.ko" ;;
+    *.ko.gz) gzip -dc "${f}" >"${rootfs}/lib/modules/memcg/${m}.ko" ;;
+    *) cp "${f}" "${rootfs}/lib/modules/memcg/${m}.ko" ;;
+  esac
+  mod_order+=("${m}")
+}
+for m in "${GUEST_MODULES[@]}"; do add_module "${m}"; done
+printf '%s\n' "${mod_order[@]}" >"${rootfs}/lib/modules/memcg/order"
+
+# --- 6. busybox, driver, exporter and its libraries -----------------------------------
+cp /bin/busybox "${rootfs}/bin/busybox"
+ln -s busybox "${rootfs}/bin/sh"
+install -m 0755 "${GUEST_DIR}/init.sh" "${rootfs}/init"
+install -m 0644 "${GUEST_DIR}/lib.sh" "${rootfs}/tests/lib.sh"
+for t in "${GUEST_DIR}"/test_*.sh; do
+  install -m 0644 "${t}" "${rootfs}/tests/${t##*/}"
+done
+printf '127.0.0.1 localhost\n' >"${rootfs}/etc/hosts"
+printf 'hosts: files\n' >"${rootfs}/etc/nsswitch.conf"
+printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"${rootfs}/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"${rootfs}/etc/group"
+
+if [[ -n "${exporter}" ]]; then
+  install -m 0755 "${exporter}" "${rootfs}/usr/bin/memcg_exporter"
+  # Debug info only makes the initramfs bigger and the TCG guest slower to unpack it.
+  if command -v strip >/dev/null 2>&1; then
+    strip --strip-debug "${rootfs}/usr/bin/memcg_exporter" 2>/dev/null || true
+  fi
+  # Every library it links, at the path the loader will look for it, plus the
+  # loader itself (the line with no "=>").
+  if ldd_out="$(ldd "${exporter}" 2>/dev/null)"; then
+    while read -r lib; do
+      [[ -e "${lib}" ]] || continue
+      mkdir -p "${rootfs}$(dirname "${lib}")"
+      cp -L "${lib}" "${rootfs}${lib}"
+    done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"${ldd_out}")
+  fi
+fi
+
+# --- 7. initramfs -------------------------------------------------------------------
+initrd="${work}/initrd.gz"
+(cd "${rootfs}" && find . -print0 | cpio --null -o -H newc --quiet | gzip -1 >"${initrd}") ||
+  die "building the initramfs failed"
+
+# --- 8. workload disk: ext4 holding a ${STREAM_FILE_MIB} MiB file ----------------------
+disk="${work}/disk.img"
+diskdir="${work}/disk"
+mkdir -p "${diskdir}"
+# Not zeros: mkfs.ext4 -d turns zero blocks into holes, and the guest must read
+# real blocks through the page cache.
+(yes 'memcg_exporter qemu lane streaming workload' || true) | head -c "$((STREAM_FILE_MIB << 20))" \
+  >"${diskdir}/stream.bin"
+disk_mib=$((STREAM_FILE_MIB + 64))
+truncate -s "${disk_mib}M" "${disk}"
+if ! mkfs.ext4 -q -F -L memcg_test -d "${diskdir}" "${disk}" >/dev/null 2>"${work}/mkfs.err"; then
+  # Old e2fsprogs without -d: make it empty and fill it through a loop mount.
+  mkfs.ext4 -q -F -L memcg_test "${disk}" >/dev/null || die "mkfs.ext4 failed"
+  mkdir -p "${work}/mnt"
+  mount -o loop "${disk}" "${work}/mnt" || die "loop-mounting ${disk} failed"
+  mounts+=("${work}/mnt")
+  cp "${diskdir}/stream.bin" "${work}/mnt/"
+  umount "${work}/mnt"
+  mounts=()
+fi
+rm -f "${diskdir}/stream.bin"
+
+# --- 9. boot -----------------------------------------------------------------------------
+console="${work}/console.log"
+guest_args="console=ttyS0 quiet panic=-1"
+((verbose)) && guest_args+=" memcg_test.verbose"
+log "booting ${kernel_pkg} (${kver}) under qemu/TCG, timeout ${timeout_s}s," \
+    "exporter: ${exporter:-none}"
+t_boot=${SECONDS}
+prep_s=$((t_boot - t_start))
+qemu_rc=0
+timeout -k 5 "${timeout_s}" qemu-system-x86_64 -accel tcg -m 1024 -nographic -no-reboot \
+  -kernel "${vmlinuz}" -initrd "${initrd}" \
+  -drive "file=${disk},format=raw,if=virtio" \
+  -append "${guest_args}" </dev/null >"${console}" 2>&1 &
+qemu_pid=$!
+wait "${qemu_pid}" || qemu_rc=$?
+qemu_pid=""
+boot_s=$((SECONDS - t_boot))
+
+# --- 10. results -------------------------------------------------------------------------
+tr -d '\r' <"${console}" >"${console}.txt"
+((verbose)) && sed 's/^/  | /' "${console}.txt"
+passed=0
+failed=0
+skipped=0
+done_seen=0
+echo "qemu lane: results"
+while read -r _ kind name rest; do
+  case "${kind}" in
+    PASS) passed=$((passed + 1)); printf '  PASS  %s\n' "${name}" ;;
+    FAIL) failed=$((failed + 1)); printf '  FAIL  %s: %s\n' "${name}" "${rest}" ;;
+    SKIP) skipped=$((skipped + 1)); printf '  SKIP  %s: %s\n' "${name}" "${rest}" ;;
+    INFO) printf '  info  %s %s\n' "${name}" "${rest}" ;;
+    DONE) done_seen=1 ;;
+  esac
+done < <(grep -a -o 'MEMCG_TEST .*' "${console}.txt" || true)
+
+if ((qemu_rc == 124 || qemu_rc == 137)); then
+  failed=$((failed + 1))
+  printf '  FAIL  guest: qemu timed out after %ss\n' "${timeout_s}"
+elif ((!done_seen)); then
+  failed=$((failed + 1))
+  printf '  FAIL  guest: no DONE marker (qemu exit %s: guest crashed or stopped early)\n' \
+    "${qemu_rc}"
+fi
+if ((failed && !verbose)); then
+  echo "qemu lane: last 40 console lines:"
+  grep -av 'MEMCG_TEST ' "${console}.txt" | tail -n 40 | sed 's/^/  | /'
+fi
+((skipped)) && log "${skipped} skipped"
+log "prepare ${prep_s}s, boot+tests ${boot_s}s, total $((SECONDS - t_start))s"
+echo "qemu: ${passed} passed, ${failed} failed"
+((failed == 0 && passed > 0))

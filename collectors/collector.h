@@ -24,6 +24,11 @@ namespace memcg {
 /// Options collectors may read; filled from flags.
 struct CollectorConfig {
   std::string procfsRoot = "/proc";
+  /// tracefs mount point; empty = find or mount it (tracing collectors).
+  std::string tracefsPath;
+  /// Where the memory hierarchy is (from Discovery), for collectors that
+  /// start kernel-side machinery (tracing) at construction.
+  MountLayout layout;
   /// Regex on memory.stat keys (whole match); empty = the default set.
   std::string memoryStatFields;
 };
@@ -54,6 +59,9 @@ class Collector {
 struct CollectorInfo {
   std::string_view name;
   bool defaultEnabled;
+  /// Needs the live kernel beyond cgroupfs/procfs files (tracefs, netlink):
+  /// not run against fixture trees.
+  bool live;
   std::string_view help;
   std::function<std::unique_ptr<Collector>(const CollectorConfig&)> make;
 };

@@ -43,17 +43,17 @@ metrics::Desc nodeCounter(std::string name, std::string help,
 
 const std::vector<CollectorInfo>& collectorRegistry() {
   static const std::vector<CollectorInfo> kCollectors = {
-      {"memory_stat", true, "memory.stat of every cgroup (v1 and v2)",
+      {"memory_stat", true, false, "memory.stat of every cgroup (v1 and v2)",
        makeMemoryStatCollector},
-      {"memory_usage", true, "usage, peak and limits (v1 memory/memsw/kmem/kmem.tcp, v2 memory/swap/zswap)",
+      {"memory_usage", true, false, "usage, peak and limits (v1 memory/memsw/kmem/kmem.tcp, v2 memory/swap/zswap)",
        makeMemoryUsageCollector},
-      {"memory_events", true, "v1 failcnt and oom_control, v2 memory.events(.local) and memory.swap.events",
+      {"memory_events", true, false, "v1 failcnt and oom_control, v2 memory.events(.local) and memory.swap.events",
        makeMemoryEventsCollector},
-      {"reclaim_stat", true, "memory.reclaim_stat where the kernel has it (async reclaim patches)",
+      {"reclaim_stat", true, false, "memory.reclaim_stat where the kernel has it (async reclaim patches)",
        makeReclaimStatCollector},
-      {"pressure", true, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
+      {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
        makePressureCollector},
-      {"vmstat", true, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+      {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
   };
   return kCollectors;
 }

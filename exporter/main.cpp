@@ -16,11 +16,13 @@ using namespace memcg;
 
 namespace {
 
-std::vector<EnabledCollector> makeCollectors(const Options& o) {
+std::vector<EnabledCollector> makeCollectors(const Options& o, const MountLayout& layout) {
+  CollectorConfig cfg = o.collector;
+  cfg.layout = layout;
   std::vector<EnabledCollector> out;
   for (const auto& name : o.enabledCollectors()) {
     for (const auto& info : collectorRegistry()) {
-      if (info.name == name) out.push_back({name, info.make(o.collector)});
+      if (info.name == name) out.push_back({name, info.make(cfg)});
     }
   }
   return out;
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
                   " mode=" + std::string(modeName(layout.mode)) +
                   " memory_root=" + log::quote(layout.memoryRoot) +
                   (layout.unifiedRoot.empty() ? "" : " unified_root=" + log::quote(layout.unifiedRoot)));
-    Scraper scraper(discovery, makeCollectors(opts));
+    Scraper scraper(discovery, makeCollectors(opts, layout));
     for (const auto& n : opts.enabledCollectors()) log::info("collector enabled", "collector=" + n);
     if (auto t = discovery.refresh(); !t.ok()) {
       log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));

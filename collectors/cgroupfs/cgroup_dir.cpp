@@ -1,5 +1,7 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 
+#include "common/file.h"
+
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -12,28 +14,6 @@ namespace {
 
 std::atomic<long> gFdBudget{0};
 std::atomic<long> gCachedFds{0};
-
-constexpr size_t kInitialBuffer = 16 * 1024;
-
-// Reads everything from `fd` at offset 0 into `buf`. A short read means end of
-// file: seq_file fills the caller's buffer until its content is exhausted, and
-// a regular file (fixtures) does the same. A full buffer is grown and the read
-// restarted from 0, so the content is always one consistent generation.
-int preadAll(int fd, std::string& buf, size_t& len) {
-  if (buf.size() < kInitialBuffer) buf.resize(kInitialBuffer);
-  for (;;) {
-    ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (static_cast<size_t>(n) < buf.size()) {
-      len = static_cast<size_t>(n);
-      return 0;
-    }
-    buf.resize(buf.size() * 2);
-  }
-}
 
 }  // namespace
 

@@ -15,7 +15,7 @@ namespace memcg::test {
 inline std::vector<EnabledCollector> allCollectors(const CollectorConfig& cfg) {
   std::vector<EnabledCollector> out;
   for (const auto& c : collectorRegistry()) {
-    if (c.defaultEnabled) out.push_back({std::string(c.name), c.make(cfg)});
+    if (c.defaultEnabled && !c.live) out.push_back({std::string(c.name), c.make(cfg)});
   }
   return out;
 }

@@ -1,0 +1,51 @@
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/fd.h"
+
+namespace memcg {
+
+int preadAll(int fd, std::string& buf, size_t& len) {
+  constexpr size_t kInitial = 16 * 1024;
+  if (buf.size() < kInitial) buf.resize(kInitial);
+  for (;;) {
+    ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (static_cast<size_t>(n) < buf.size()) {
+      len = static_cast<size_t>(n);
+      return 0;
+    }
+    buf.resize(buf.size() * 2);
+  }
+}
+
+Result<std::string> readWholeFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return makeError(errno, path, "open");
+  std::string buf;
+  size_t len = 0;
+  if (int e = preadAll(fd.get(), buf, len); e != 0) return makeError(e, path, "read");
+  buf.resize(len);
+  return buf;
+}
+
+Status writeWholeFile(const std::string& path, std::string_view data) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (!fd.valid()) return makeError(errno, path, "open for write");
+  for (;;) {
+    ssize_t n = ::write(fd.get(), data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return makeError(errno, path, "write");
+    if (static_cast<size_t>(n) != data.size()) return makeError(EIO, path, "short write");
+    return Ok{};
+  }
+}
+
+}  // namespace memcg

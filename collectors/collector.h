@@ -8,6 +8,8 @@
 // cgroup; a vanished cgroup is skipped silently.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +33,8 @@ struct CollectorConfig {
   MountLayout layout;
   /// Regex on memory.stat keys (whole match); empty = the default set.
   std::string memoryStatFields;
+  /// taskstats: switch kernel.task_delayacct on at start (off again at exit).
+  bool enableDelayacct = false;
 };
 
 struct ScrapeContext {
@@ -87,5 +91,10 @@ std::unique_ptr<Collector> makeMemoryEventsCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makeReclaimStatCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makePressureCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makeVmstatCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeTaskstatsCollector(const CollectorConfig&);
+
+/// The getdelays table (one row per task) of the cgroup directory, as JSON,
+/// from a collector made by makeTaskstatsCollector (for /api/v1/delays).
+Result<nlohmann::json> taskstatsDelayTable(Collector& c, const std::string& cgroupDir);
 
 }  // namespace memcg

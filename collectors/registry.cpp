@@ -54,6 +54,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
       {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
        makePressureCollector},
       {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+      {"taskstats", false, true,
+       "delay accounting per cgroup (TASKSTATS netlink: cpu, blkio, swapin, reclaim, thrashing, "
+       "compact, wpcopy, irq); needs CAP_NET_ADMIN",
+       makeTaskstatsCollector},
   };
   return kCollectors;
 }

@@ -72,6 +72,10 @@ const std::vector<Flag>& flagTable() {
        "Regex of memory.stat keys to export (whole match; default: a set chosen for reclaim "
        "analysis, see README).",
        false, [](Options& o, const std::string& v) { o.collector.memoryStatFields = v; }, ""},
+      {"collector.taskstats.enable-delayacct",
+       "Switch kernel.task_delayacct on at start (and off again at exit) for the taskstats collector.",
+       true, [](Options& o, const std::string& v) { o.collector.enableDelayacct = v == "true"; },
+       "false"},
       {"collector.disable-defaults", "Disable all collectors not enabled explicitly.", true,
        [](Options& o, const std::string& v) { o.disableDefaults = v == "true"; }, "false"},
       {"log.level", "Only log messages with the given severity or above: debug, info, warn, error.",

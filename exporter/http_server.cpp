@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "exporter/api.h"
 #include "exporter/version.h"
 
 namespace memcg {
@@ -68,6 +69,22 @@ class TextHandler : public CivetHandler {
   std::function<std::pair<int, std::string>()> f_;
 };
 
+class ApiHandler : public CivetHandler {
+ public:
+  explicit ApiHandler(Scraper& s) : scraper_(s) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    std::string path = ri->local_uri;
+    path.erase(0, std::strlen("/api/v1"));
+    api::Response r = api::handleGet(scraper_, path, ri->query_string ? ri->query_string : "");
+    reply(conn, r.status, r.status == 200 ? "OK" : "Error", "application/json", r.body);
+    return true;
+  }
+
+ private:
+  Scraper& scraper_;
+};
+
 class LandingHandler : public CivetHandler {
  public:
   LandingHandler(const Options& o, Scraper& s) : opts_(o), scraper_(s) {}
@@ -119,6 +136,7 @@ struct HttpServer::Handlers {
   MetricsHandler metrics;
   TextHandler healthy;
   TextHandler ready;
+  ApiHandler api;
   LandingHandler landing;
 };
 
@@ -130,7 +148,7 @@ HttpServer::HttpServer(const Options& opts, Scraper& scraper) {
         return scraper.ready() ? std::pair<int, std::string>(200, "Ready\n")
                                : std::pair<int, std::string>(503, "Not ready\n");
       }),
-      LandingHandler(opts, scraper)});
+      ApiHandler(scraper), LandingHandler(opts, scraper)});
   std::vector<std::string> options = {
       "listening_ports", civetListeningPort(opts.listenAddress),
       "num_threads", std::to_string(opts.webThreads),
@@ -145,6 +163,7 @@ HttpServer::HttpServer(const Options& opts, Scraper& scraper) {
   server_->addHandler(opts.telemetryPath, handlers_->metrics);
   server_->addHandler("/-/healthy", handlers_->healthy);
   server_->addHandler("/-/ready", handlers_->ready);
+  server_->addHandler("/api/v1/", handlers_->api);
   server_->addHandler("/", handlers_->landing);
 }
 

@@ -120,6 +120,13 @@ std::vector<prometheus::MetricFamily> Scraper::Collect() const {
   return out;
 }
 
+Collector* Scraper::collector(std::string_view name) {
+  for (auto& c : collectors_) {
+    if (c.name == name) return c.collector.get();
+  }
+  return nullptr;
+}
+
 std::vector<const metrics::Desc*> Scraper::describe() const {
   std::vector<const metrics::Desc*> out;
   for (const auto& c : collectors_) {

@@ -48,6 +48,10 @@ class Scraper : public prometheus::Collectable {
   /// Every fixed metric of the enabled collectors plus the exporter's own.
   std::vector<const metrics::Desc*> describe() const;
 
+  Discovery& discovery() { return discovery_; }
+  /// An enabled collector by name; null if not enabled.
+  Collector* collector(std::string_view name);
+
  private:
   struct Stats;
   Discovery& discovery_;

@@ -44,6 +44,8 @@ TestCgroupV1::~TestCgroupV1() {
       ::kill(pid, SIGKILL);
       any = true;
     }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {  // reap our killed children
+    }
     if (!any && ::rmdir(path_.c_str()) == 0) return;
     if (errno == ENOENT) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -83,19 +85,46 @@ uint64_t TestCgroupV1::stat(const std::string& key) const {
   throw std::runtime_error("no memory.stat key " + key);
 }
 
+namespace {
+// In the child: join the cgroup and read the file to its end.
+void joinAndStream(const std::string& cgroup, const std::string& file) {
+  std::string me = std::to_string(::getpid());
+  int cfd = ::open((cgroup + "/cgroup.procs").c_str(), O_WRONLY);
+  if (cfd < 0 || ::write(cfd, me.data(), me.size()) < 0) _exit(3);
+  ::close(cfd);
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) _exit(4);
+  std::vector<char> buf(1 << 20);
+  while (::read(fd, buf.data(), buf.size()) > 0) {
+  }
+  ::close(fd);
+}
+}  // namespace
+
+pid_t TestCgroupV1::streamFileAndStay(const std::string& file) const {
+  int p[2];
+  if (::pipe(p) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(p[0]);
+    joinAndStream(path_, file);
+    (void)!::write(p[1], "x", 1);
+    for (;;) ::pause();
+  }
+  ::close(p[1]);
+  char c;
+  ssize_t n = ::read(p[0], &c, 1);
+  ::close(p[0]);
+  if (n != 1) throw std::runtime_error("streaming child failed");
+  return pid;
+}
+
 int TestCgroupV1::streamFile(const std::string& file) const {
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    std::string me = std::to_string(::getpid());
-    int cfd = ::open((path_ + "/cgroup.procs").c_str(), O_WRONLY);
-    if (cfd < 0 || ::write(cfd, me.data(), me.size()) < 0) _exit(3);
-    ::close(cfd);
-    int fd = ::open(file.c_str(), O_RDONLY);
-    if (fd < 0) _exit(4);
-    std::vector<char> buf(1 << 20);
-    while (::read(fd, buf.data(), buf.size()) > 0) {
-    }
+    joinAndStream(path_, file);
     _exit(0);
   }
   int status = 0;

@@ -37,6 +37,10 @@ class TestCgroupV1 {
   /// Runs `cat`-like streaming of `file` in a child inside this cgroup and
   /// waits for it. Returns the child's exit status.
   int streamFile(const std::string& file) const;
+  /// Same, but the child stays alive (paused) after streaming, so its
+  /// per-task figures can be read; returns its pid once it has streamed.
+  /// The destructor kills it.
+  pid_t streamFileAndStay(const std::string& file) const;
 
  private:
   std::string path_, label_;

@@ -1,0 +1,161 @@
+// Delay accounting per cgroup: the getdelays view, continuous.
+//
+// Source: generic-netlink TASKSTATS (collectors/taskstats/), one query per
+// process of each exported cgroup, summed per cgroup and kept monotonic across
+// process exits. Per delay class the kernel reports (cpu, blkio, swapin,
+// freepages = direct reclaim, thrashing, compact, wpcopy, irq):
+//   memcg_delay_<class>_total{cgroup}           delays counted
+//   memcg_delay_<class>_seconds_total{cgroup}   time delayed
+//   memcg_delay_<class>_max_seconds{cgroup}     longest single delay (kernel >= 6.x with max)
+// Most classes need kernel.task_delayacct=1 (off by default);
+// --collector.taskstats.enable-delayacct switches it on at start (and back off
+// at exit), and memcg_delay_accounting_enabled shows the state. Needs
+// CAP_NET_ADMIN: without it the collector reports failure and logs why once.
+// Off by default: it costs ~2 us per process per scrape.
+#include <mutex>
+
+#include "collectors/collector.h"
+#include "collectors/taskstats/cgroup_delays.h"
+#include "collectors/taskstats/delay_table.h"
+#include "collectors/taskstats/delayacct_sysctl.h"
+#include "common/log.h"
+
+namespace memcg {
+namespace {
+
+using taskstats::kDelayClasses;
+
+const metrics::Desc kEnabled = nodeGauge(
+    "memcg_delay_accounting_enabled",
+    "1 if kernel.task_delayacct is on (most delay classes are only counted then).");
+const metrics::Desc kEnabledByUs = nodeGauge(
+    "memcg_delay_accounting_enabled_by_exporter",
+    "1 if this exporter switched kernel.task_delayacct on at start.");
+const metrics::Desc kExitsFolded = nodeCounter(
+    "memcg_delay_exits_folded_total",
+    "Exited processes whose final delays were folded into their cgroup.");
+const metrics::Desc kExitsLost = nodeCounter(
+    "memcg_delay_exits_without_record_total",
+    "Exited processes without an exit record (their last scraped delays are kept).");
+const metrics::Desc kOverruns = nodeCounter(
+    "memcg_delay_exit_listener_overruns_total",
+    "Times the TASKSTATS exit listener's socket overflowed (exit records lost).");
+const metrics::Desc kListening = nodeGauge(
+    "memcg_delay_exit_listener_up", "1 if the TASKSTATS exit listener is registered.");
+const metrics::Desc kProcesses = cgroupGauge(
+    "memcg_delay_processes", "Processes of the cgroup queried in the last scrape.");
+
+struct ClassDescs {
+  metrics::Desc count, total, max;
+};
+
+std::vector<ClassDescs> buildClassDescs() {
+  std::vector<ClassDescs> out;
+  for (const auto& c : kDelayClasses) {
+    std::string base = "memcg_delay_" + std::string(c.metric_name);
+    std::string what = std::string(c.help);
+    out.push_back({cgroupCounter(base + "_total", "Delays of the cgroup's tasks " + what + " (taskstats " + std::string(c.kernel_name) + "_count)."),
+                   cgroupCounter(base + "_seconds_total", "Time the cgroup's tasks spent " + what + " (taskstats " + std::string(c.kernel_name) + "_delay_total)."),
+                   cgroupGauge(base + "_max_seconds", "Longest single delay " + what + " seen (taskstats " + std::string(c.kernel_name) + "_delay_max).")});
+  }
+  return out;
+}
+
+class TaskstatsCollector : public Collector {
+ public:
+  explicit TaskstatsCollector(const CollectorConfig& cfg)
+      : procfs_(cfg.procfsRoot), classes_(buildClassDescs()) {
+    status_ = taskstats::ensureTaskDelayacct(cfg.enableDelayacct, procfs_);  // logs itself
+    auto agg = taskstats::CgroupDelayAggregator::create();
+    if (agg.ok()) {
+      agg_ = std::move(*agg);
+    } else {
+      down_ = agg.error();
+      log::warn("taskstats collector down", "err=" + log::quote(down_->message()));
+    }
+  }
+
+  ~TaskstatsCollector() override {
+    // Leave the sysctl as we found it.
+    if (status_.enabled_by_exporter) (void)taskstats::writeTaskDelayacct(false, procfs_);
+  }
+
+  void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
+    sink.add(kEnabled, {}, status_.enabled ? 1 : 0);
+    sink.add(kEnabledByUs, {}, status_.enabled_by_exporter ? 1 : 0);
+    if (!agg_) {
+      ctx.fail(*down_);
+      return;
+    }
+    std::vector<std::string> dirs;
+    dirs.reserve(ctx.tree.cgroups.size());
+    for (const Cgroup& cg : ctx.tree.cgroups) {
+      const std::string& dir = cg.dir->path();
+      auto d = agg_->collect(dir);
+      if (!d.ok()) {
+        if (d.error().gone()) {
+          ++ctx.vanished;
+        } else {
+          ctx.fail(d.error());
+        }
+        continue;
+      }
+      dirs.push_back(dir);
+      sink.add(kProcesses, {cg.path}, d->live_processes);
+      for (size_t i = 0; i < kDelayClasses.size(); ++i) {
+        auto c = kDelayClasses[i].cls;
+        if (!d->has(c)) continue;
+        const auto& v = (*d)[c];
+        sink.add(classes_[i].count, {cg.path}, static_cast<double>(v.count));
+        sink.add(classes_[i].total, {cg.path}, static_cast<double>(v.total_ns) / 1e9);
+        if (d->hasMax(c)) sink.add(classes_[i].max, {cg.path}, static_cast<double>(v.max_ns) / 1e9);
+      }
+    }
+    agg_->retainOnly(dirs);
+    auto st = agg_->stats();
+    sink.add(kExitsFolded, {}, static_cast<double>(st.exits_folded));
+    sink.add(kExitsLost, {}, static_cast<double>(st.exits_without_record));
+    sink.add(kOverruns, {}, static_cast<double>(st.listener_overruns));
+    sink.add(kListening, {}, st.listening ? 1 : 0);
+  }
+
+  std::vector<const metrics::Desc*> describe() const override {
+    std::vector<const metrics::Desc*> out = {&kEnabled, &kEnabledByUs, &kExitsFolded,
+                                             &kExitsLost, &kOverruns, &kListening, &kProcesses};
+    for (const auto& c : classes_) {
+      out.push_back(&c.count);
+      out.push_back(&c.total);
+      out.push_back(&c.max);
+    }
+    return out;
+  }
+
+  taskstats::CgroupDelayAggregator* aggregator() { return agg_.get(); }
+  const taskstats::DelayAcctStatus& status() const { return status_; }
+
+ private:
+  std::string procfs_;
+  std::vector<ClassDescs> classes_;
+  taskstats::DelayAcctStatus status_;
+  std::unique_ptr<taskstats::CgroupDelayAggregator> agg_;
+  std::optional<Error> down_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> makeTaskstatsCollector(const CollectorConfig& cfg) {
+  return std::make_unique<TaskstatsCollector>(cfg);
+}
+
+Result<nlohmann::json> taskstatsDelayTable(Collector& c, const std::string& cgroupDir) {
+  auto* t = dynamic_cast<TaskstatsCollector*>(&c);
+  if (!t) return makeError(EINVAL, cgroupDir, "not the taskstats collector");
+  if (!t->aggregator()) return makeError(EPERM, cgroupDir, "taskstats is not available");
+  auto table = t->aggregator()->withClient([&](taskstats::TaskstatsClient& client) {
+    return taskstats::readDelayTable(client, cgroupDir, {});
+  });
+  if (!table.ok()) return table.error();
+  return taskstats::delayTableToJson(*table, &t->status());
+}
+
+}  // namespace memcg

@@ -1,0 +1,141 @@
+#include "collectors/taskstats/cgroup_delays.h"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/file.h"
+#include "common/log.h"
+#include "common/parse.h"
+
+namespace memcg::taskstats {
+
+Result<std::vector<uint32_t>> readIdList(const std::string& file) {
+  auto text = readWholeFile(file);
+  if (!text.ok()) return text.error();
+  const std::string& buf = *text;
+  const size_t used = buf.size();
+  std::vector<uint32_t> ids;
+  ids.reserve(used / 6);
+  std::string_view rest(buf.data(), used), line;
+  while (nextLine(rest, line)) {
+    if (line.empty()) continue;
+    auto v = parseU64(line);
+    if (!v || *v == 0 || *v > UINT32_MAX) {
+      return makeError(EINVAL, file, "bad line: " + std::string(line));
+    }
+    ids.push_back(static_cast<uint32_t>(*v));
+  }
+  return ids;
+}
+
+Result<std::unique_ptr<CgroupDelayAggregator>> CgroupDelayAggregator::create(
+    Options opts) {
+  auto client = TaskstatsClient::open();
+  if (!client.ok()) return client.error();
+  std::unique_ptr<CgroupDelayAggregator> a(
+      new CgroupDelayAggregator(std::move(client.value()), std::move(opts)));
+  if (a->opts_.listen_exits) {
+    auto l = ExitListener::open(a->client_.familyId(), a->opts_.cpumask);
+    if (l.ok()) {
+      a->listener_.emplace(std::move(l.value()));
+    } else {
+      log::warn(
+          "taskstats exit listener unavailable; exited processes keep their last "
+          "scraped delays",
+          "err=" + log::quote(l.error().message()));
+    }
+  }
+  if (a->listener_ && a->opts_.exit_thread) {
+    a->wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!a->wake_fd_.valid()) return makeError(errno, "eventfd");
+    a->exit_thread_ = std::thread([p = a.get()] { p->exitLoop(); });
+  }
+  return a;
+}
+
+CgroupDelayAggregator::~CgroupDelayAggregator() {
+  if (exit_thread_.joinable()) {
+    stop_ = true;
+    uint64_t one = 1;
+    (void)!::write(wake_fd_.get(), &one, sizeof(one));
+    exit_thread_.join();
+  }
+}
+
+void CgroupDelayAggregator::exitLoop() {
+  while (!stop_) {
+    if (!listener_->waitReadable(1000, wake_fd_.get())) continue;
+    std::lock_guard lock(mu_);
+    drainLocked();
+  }
+}
+
+void CgroupDelayAggregator::drainExits() {
+  std::lock_guard lock(mu_);
+  drainLocked();
+}
+
+void CgroupDelayAggregator::drainLocked() {
+  if (!listener_) return;
+  auto n = listener_->drain([this](const TaskstatsMessage& m) { ledger_.onExit(m); });
+  if (!n.ok()) {
+    log::debug("taskstats exit drain failed", "err=" + log::quote(n.error().message()));
+  }
+}
+
+Result<CgroupDelays> CgroupDelayAggregator::collect(const std::string& dir) {
+  // All under the lock: an exit folded by the exit thread between reading
+  // cgroup.procs and tracking its processes would be counted twice.
+  std::lock_guard lock(mu_);
+  auto gone = [&](Error e) {
+    if (e.gone()) ledger_.forget(dir);
+    return e;
+  };
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return gone(makeError(errno, dir));
+  auto ids = readIdList(dir + "/cgroup.procs");
+  if (!ids.ok()) return gone(ids.error());
+
+  ledger_.begin(dir, st.st_ino, *ids);
+  Status s = client_.queryMany(
+      *ids, IdKind::kTgid,
+      [&](uint32_t tgid, Result<TaskStats>&& r) {
+        if (r.ok()) {
+          ledger_.observe(dir, tgid, *r);
+        } else {
+          ledger_.observeError(dir, tgid, r.error().err);
+        }
+      },
+      opts_.batch);
+  // Exit records of processes that left the list are queued by now (the
+  // kernel sends them before the task leaves cgroup.procs).
+  drainLocked();
+  CgroupDelays out = ledger_.end(dir);
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+void CgroupDelayAggregator::forget(const std::string& dir) {
+  std::lock_guard lock(mu_);
+  ledger_.forget(dir);
+}
+
+void CgroupDelayAggregator::retainOnly(const std::vector<std::string>& dirs) {
+  std::lock_guard lock(mu_);
+  ledger_.retainOnly(dirs);
+}
+
+CgroupDelayAggregator::Stats CgroupDelayAggregator::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  static_cast<DelayLedger::Stats&>(s) = ledger_.stats();
+  s.listening = listener_.has_value();
+  s.listener_overruns = listener_ ? listener_->overruns() : 0;
+  return s;
+}
+
+}  // namespace memcg::taskstats

@@ -1,0 +1,94 @@
+// Per-cgroup delay accounting: TASKSTATS per process, summed per cgroup, kept
+// monotonic across process exits (the rules are in delay_ledger.h).
+//
+// Kernel interfaces: <cgroup>/cgroup.procs (v1 and v2; one tgid per line) and
+// the TASKSTATS family (taskstats_client.h): one TASKSTATS_CMD_GET per process
+// (per tgid: cheaper than per thread and it keeps exited threads), sent 64 per
+// sendmsg(), plus an exit listener. Units: nanoseconds and counts; the
+// collector converts to seconds. Needs CAP_NET_ADMIN. Minimum kernel 2.6.24;
+// exit folding needs TASKSTATS v12 (AGROUP in exit records).
+//
+// Thread-safe: collect() may run on any scrape thread; the exit listener is
+// drained on a thread of its own and in collect().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/taskstats/delay_ledger.h"
+#include "collectors/taskstats/taskstats_client.h"
+#include "common/fd.h"
+#include "common/result.h"
+
+namespace memcg::taskstats {
+
+/// Reads a cgroup.procs/tasks style file: one decimal id per line.
+Result<std::vector<uint32_t>> readIdList(const std::string& file);
+
+class CgroupDelayAggregator {
+ public:
+  struct Options {
+    size_t batch = 64;         ///< TASKSTATS requests per sendmsg (1..64)
+    bool listen_exits = true;  ///< register the exit listener
+    bool exit_thread = true;   ///< drain exits on a thread (else only in collect())
+    std::string cpumask;       ///< listener CPUs; empty: all possible CPUs
+  };
+  struct Stats : DelayLedger::Stats {
+    uint64_t listener_overruns = 0;  ///< ENOBUFS on the exit listener (records lost)
+    bool listening = false;          ///< the exit listener is registered
+  };
+
+  /// Opens the query socket and, if asked, the exit listener. Failing to
+  /// register the listener is logged and leaves listening=false.
+  static Result<std::unique_ptr<CgroupDelayAggregator>> create(Options opts);
+  static Result<std::unique_ptr<CgroupDelayAggregator>> create() {
+    return create(Options{});
+  }
+  ~CgroupDelayAggregator();
+  CgroupDelayAggregator(const CgroupDelayAggregator&) = delete;
+  CgroupDelayAggregator& operator=(const CgroupDelayAggregator&) = delete;
+
+  /// One scrape of the cgroup directory `cgroup_dir` (the path is the key; a
+  /// directory recreated under the same path, i.e. a new inode, starts over).
+  /// A vanished cgroup yields an Error with gone() true, and its state is dropped.
+  Result<CgroupDelays> collect(const std::string& cgroup_dir);
+
+  /// Drops the state of a cgroup (removed, or no longer exported).
+  void forget(const std::string& cgroup_dir);
+  /// Drops the state of every cgroup not in `dirs`.
+  void retainOnly(const std::vector<std::string>& dirs);
+  /// Reads queued exit notifications now.
+  void drainExits();
+
+  Stats stats() const;
+
+  /// Runs fn(TaskstatsClient&) under the aggregator's lock (the client is not
+  /// thread-safe); used for the /api/v1/delays table.
+  template <typename F>
+  auto withClient(F&& fn) {
+    std::lock_guard lock(mu_);
+    return fn(client_);
+  }
+
+ private:
+  CgroupDelayAggregator(TaskstatsClient client, Options opts)
+      : client_(std::move(client)), opts_(std::move(opts)) {}
+  void drainLocked();
+  void exitLoop();
+
+  mutable std::mutex mu_;
+  TaskstatsClient client_;
+  Options opts_;
+  DelayLedger ledger_;
+  std::optional<ExitListener> listener_;
+  Fd wake_fd_;
+  std::atomic<bool> stop_{false};
+  std::thread exit_thread_;
+};
+
+}  // namespace memcg::taskstats

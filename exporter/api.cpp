@@ -1,0 +1,102 @@
+#include "exporter/api.h"
+
+#include <nlohmann/json.hpp>
+
+namespace memcg::api {
+namespace {
+
+using nlohmann::json;
+
+Response error(int status, const std::string& why) {
+  return {status, json{{"error", why}}.dump()};
+}
+
+std::string_view typeName(metrics::Type t) {
+  switch (t) {
+    case metrics::Type::kCounter: return "counter";
+    case metrics::Type::kGauge: return "gauge";
+    case metrics::Type::kHistogram: return "histogram";
+  }
+  return "untyped";
+}
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string queryParam(const std::string& query, const std::string& name) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string_view kv(query.data() + pos, amp - pos);
+    size_t eq = kv.find('=');
+    if (kv.substr(0, eq) == name) {
+      std::string out;
+      std::string_view v = eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] == '+') {
+          out += ' ';
+        } else if (v[i] == '%' && i + 2 < v.size() &&
+                   hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+          out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
+          i += 2;
+        } else {
+          out += v[i];
+        }
+      }
+      return out;
+    }
+    pos = amp + 1;
+  }
+  return {};
+}
+
+Response handleGet(Scraper& scraper, const std::string& path, const std::string& query) {
+  if (path == "/cgroups") {
+    auto tree = scraper.discovery().current();
+    json list = json::array();
+    if (tree) {
+      for (const auto& c : tree->cgroups) {
+        list.push_back({{"cgroup", c.path}, {"id", c.inode}, {"depth", c.depth}});
+      }
+    }
+    return {200, json{{"mode", std::string(modeName(scraper.discovery().layout().mode))},
+                      {"cgroups", list},
+                      {"dropped", tree ? tree->dropped : 0}}
+                     .dump()};
+  }
+  if (path == "/metrics") {
+    json list = json::array();
+    for (const auto* d : scraper.describe()) {
+      list.push_back({{"name", d->name},
+                      {"help", d->help},
+                      {"type", std::string(typeName(d->type))},
+                      {"labels", d->labels}});
+    }
+    return {200, json{{"metrics", list}}.dump()};
+  }
+  if (path == "/delays") {
+    std::string cg = queryParam(query, "cgroup");
+    if (cg.empty()) return error(400, "missing query parameter cgroup (e.g. ?cgroup=/a/b)");
+    Collector* c = scraper.collector("taskstats");
+    if (!c) return error(503, "the taskstats collector is not enabled (--collector.taskstats)");
+    // Only cgroups discovery knows: never a raw path from the request.
+    auto dir = scraper.discovery().find(cg);
+    if (!dir) return error(404, "unknown cgroup " + cg);
+    auto table = taskstatsDelayTable(*c, dir->path());
+    if (!table.ok()) {
+      return table.error().gone() ? error(404, "cgroup " + cg + " is gone")
+                                  : error(503, table.error().message());
+    }
+    return {200, table->dump()};
+  }
+  return error(404, "no such endpoint: /api/v1" + path);
+}
+
+}  // namespace memcg::api

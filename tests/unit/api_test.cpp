@@ -1,0 +1,59 @@
+#include "exporter/api.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/scrape_test_util.h"
+
+namespace memcg {
+namespace {
+
+using nlohmann::json;
+
+TEST(Api, Cgroups) {
+  test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
+  s.text();  // one walk
+  auto r = api::handleGet(*s.scraper, "/cgroups", "");
+  ASSERT_EQ(r.status, 200);
+  auto j = json::parse(r.body);
+  EXPECT_EQ(j["mode"], "v2");
+  ASSERT_EQ(j["cgroups"].size(), 4u);
+  EXPECT_EQ(j["cgroups"][1]["cgroup"], "/kubepods");  // name order: k < s
+  EXPECT_EQ(j["cgroups"][3]["depth"], 2);
+}
+
+TEST(Api, MetricTable) {
+  test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
+  auto j = json::parse(api::handleGet(*s.scraper, "/metrics", "").body);
+  bool found = false;
+  for (const auto& m : j["metrics"]) {
+    if (m["name"] == "memcg_memory_limit_bytes") {
+      found = true;
+      EXPECT_EQ(m["type"], "gauge");
+      EXPECT_EQ(m["labels"], json::array({"cgroup"}));
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Api, DelaysValidatesInput) {
+  test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
+  s.text();
+  auto r = api::handleGet(*s.scraper, "/delays", "");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("cgroup"), std::string::npos);
+  // The fixture scraper runs no taskstats collector.
+  EXPECT_EQ(api::handleGet(*s.scraper, "/delays", "cgroup=%2Fkubepods").status, 503);
+  EXPECT_EQ(api::handleGet(*s.scraper, "/nope", "").status, 404);
+}
+
+TEST(Api, QueryParam) {
+  EXPECT_EQ(api::queryParam("cgroup=%2Fa%2Fb+c&x=1", "cgroup"), "/a/b c");
+  EXPECT_EQ(api::queryParam("x=1&cgroup=/k", "cgroup"), "/k");
+  EXPECT_EQ(api::queryParam("x=1", "cgroup"), "");
+  EXPECT_EQ(api::queryParam("cgroup=%zz", "cgroup"), "%zz");
+}
+
+}  // namespace
+}  // namespace memcg

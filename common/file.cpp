@@ -9,8 +9,28 @@
 
 namespace memcg {
 
+namespace {
+constexpr size_t kInitial = 16 * 1024;
+}  // namespace
+
 int preadAll(int fd, std::string& buf, size_t& len) {
-  constexpr size_t kInitial = 16 * 1024;
+  if (buf.size() < kInitial) buf.resize(kInitial);
+  size_t off = 0;
+  for (;;) {
+    if (off == buf.size()) buf.resize(buf.size() * 2);
+    ssize_t n = ::pread(fd, buf.data() + off, buf.size() - off, static_cast<off_t>(off));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) break;
+    off += static_cast<size_t>(n);
+  }
+  len = off;
+  return 0;
+}
+
+int preadSingleRecord(int fd, std::string& buf, size_t& len) {
   if (buf.size() < kInitial) buf.resize(kInitial);
   for (;;) {
     ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include "common/log.h"
@@ -32,27 +33,51 @@ bool acceptsGzip(mg_connection* conn) {
   return ae && std::strstr(ae, "gzip") != nullptr;
 }
 
+// Exposition buffers, reused across scrapes: as many as scrapes ever ran at
+// once (one, with a single Prometheus), not one per worker thread.
+class BufferPool {
+ public:
+  struct Buffers {
+    std::string text, gz;
+  };
+  std::unique_ptr<Buffers> acquire() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (free_.empty()) return std::make_unique<Buffers>();
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  void release(std::unique_ptr<Buffers> b) {
+    std::lock_guard<std::mutex> g(mu_);
+    free_.push_back(std::move(b));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Buffers>> free_;
+};
+
 class MetricsHandler : public CivetHandler {
  public:
   MetricsHandler(Scraper& s, int level) : scraper_(s), level_(level) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
-    // Buffers are per worker thread and reused: no allocation that grows per
-    // scrape once they reached the exposition's size.
-    thread_local std::string text, gz;
-    text.clear();
-    scraper_.scrapeText(text);
+    auto b = pool_.acquire();
+    b->text.clear();
+    scraper_.scrapeText(b->text);
     constexpr std::string_view kType = "text/plain; version=0.0.4; charset=utf-8";
-    if (acceptsGzip(conn) && gzipCompress(text, level_, gz)) {
-      reply(conn, 200, "OK", kType, gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+    if (acceptsGzip(conn) && gzipCompress(b->text, level_, b->gz)) {
+      reply(conn, 200, "OK", kType, b->gz, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
     } else {
-      reply(conn, 200, "OK", kType, text);
+      reply(conn, 200, "OK", kType, b->text);
     }
+    pool_.release(std::move(b));
     return true;
   }
 
  private:
   Scraper& scraper_;
   int level_;
+  BufferPool pool_;
 };
 
 class TextHandler : public CivetHandler {
@@ -133,6 +158,15 @@ bool gzipCompress(std::string_view in, int level, std::string& out) {
 }
 
 struct HttpServer::Handlers {
+  Handlers(const Options& opts, Scraper& scraper)
+      : metrics(scraper, opts.gzipLevel),
+        healthy([] { return std::pair<int, std::string>(200, "Healthy\n"); }),
+        ready([&scraper] {
+          return scraper.ready() ? std::pair<int, std::string>(200, "Ready\n")
+                                 : std::pair<int, std::string>(503, "Not ready\n");
+        }),
+        api(scraper),
+        landing(opts, scraper) {}
   MetricsHandler metrics;
   TextHandler healthy;
   TextHandler ready;
@@ -141,14 +175,7 @@ struct HttpServer::Handlers {
 };
 
 HttpServer::HttpServer(const Options& opts, Scraper& scraper) {
-  handlers_ = std::make_unique<Handlers>(Handlers{
-      MetricsHandler(scraper, opts.gzipLevel),
-      TextHandler([] { return std::pair<int, std::string>(200, "Healthy\n"); }),
-      TextHandler([&scraper] {
-        return scraper.ready() ? std::pair<int, std::string>(200, "Ready\n")
-                               : std::pair<int, std::string>(503, "Not ready\n");
-      }),
-      ApiHandler(scraper), LandingHandler(opts, scraper)});
+  handlers_ = std::make_unique<Handlers>(opts, scraper);
   std::vector<std::string> options = {
       "listening_ports", civetListeningPort(opts.listenAddress),
       "num_threads", std::to_string(opts.webThreads),

@@ -20,9 +20,11 @@ std::atomic<long> gCachedFds{0};
 CgroupDir::CgroupDir(Fd dir, std::string path, ino_t inode)
     : dir_(std::move(dir)), path_(std::move(path)), inode_(inode) {
   for (auto& f : fds_) f.store(kUnknown, std::memory_order_relaxed);
+  gCachedFds.fetch_add(1, std::memory_order_relaxed);  // the directory itself
 }
 
 CgroupDir::~CgroupDir() {
+  gCachedFds.fetch_sub(1, std::memory_order_relaxed);
   for (auto& f : fds_) {
     int fd = f.load(std::memory_order_relaxed);
     if (fd >= 0) {
@@ -88,7 +90,7 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
     }
   }
   size_t len = 0;
-  int e = preadAll(fd, buf, len);
+  int e = preadSingleRecord(fd, buf, len);
   if (e == ENODEV || e == ENOENT) return ReadStatus::kGone;
   if (e != 0) {
     if (err) *err = makeError(e, path_ + "/" + name);
@@ -125,6 +127,16 @@ ReadStatus readFile(const std::string& path, std::string& buf, std::string_view&
 long raiseFdLimit() {
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  // With CAP_SYS_RESOURCE the hard limit itself can go up (to fs.nr_open):
+  // 1,000 cgroups keep ~20,000 descriptors open.
+  constexpr rlim_t kWant = 1 << 20;
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < kWant) {
+    for (rlim_t want = kWant; want > rl.rlim_max; want /= 2) {
+      struct rlimit up {want, want};
+      if (::setrlimit(RLIMIT_NOFILE, &up) == 0) break;
+    }
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
   if (rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &rl);

@@ -3,7 +3,8 @@
 //
 // Files are opened lazily with openat() and kept open across scrapes (within
 // a process-wide descriptor budget), then re-read with pread() at offset 0:
-// kernfs regenerates a seq_file's content whenever it is read from offset 0.
+// kernfs regenerates a seq_file's content whenever it is read from offset 0,
+// and a cgroupfs file comes whole in one read (common/file.h).
 // A file that does not exist in a live cgroup (the root's memory.current, no
 // swap accounting, an unpatched kernel's memory.reclaim_stat) is remembered as
 // absent and not probed again.
@@ -62,8 +63,9 @@ class CgroupDir {
   ino_t inode() const { return inode_; }
   const std::string& path() const { return path_; }
 
-  /// Upper bound on descriptors kept open across all CgroupDirs; past it, a
-  /// file is opened, read and closed on every read. Set once at start-up.
+  /// Upper bound on descriptors kept open by all CgroupDirs (their directories
+  /// and their files); past it, a file is opened, read and closed on every
+  /// read. Set once at start-up.
   static void setFdBudget(long budget);
   static long cachedFds();
 

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "collectors/cgroupfs/cgroup_dir.h"
+#include "common/file.h"
+
+#include <fstream>
 #include "tests/support/temp_tree.h"
 
 namespace memcg::cgroupfs {
@@ -130,3 +133,22 @@ TEST(CgroupDir, GrowsBufferForLargeFiles) {
 
 }  // namespace
 }  // namespace memcg::cgroupfs
+
+namespace memcg {
+namespace {
+
+// A seq_file of many records hands back about a page per read whatever the
+// buffer: the whole-file reader must read on to end of file.
+TEST(ReadWholeFile, MultiRecordSeqFileIsReadToTheEnd) {
+  std::ifstream f("/proc/kallsyms");
+  if (!f) GTEST_SKIP() << "no /proc/kallsyms";
+  std::string want((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_GT(want.size(), 65536u);
+  auto got = readWholeFile("/proc/kallsyms");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), want.size());
+  EXPECT_EQ(*got, want);
+}
+
+}  // namespace
+}  // namespace memcg

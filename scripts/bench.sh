@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds and runs the benchmarks (root; not part of the tests). Each prints its
+# figures and the side-by-side comparison.
+#   scripts/bench.sh [scrape|taskstats|tracing|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh bench
+scripts/build.sh -DBUILD_BENCH=ON >/dev/null
+what=${1:-all}
+if [[ $what == scrape || $what == all ]]; then
+  echo "== scrape: 1,000 cgroups vs the pread floor and node_exporter"
+  build/bench/scrape_bench build/exporter/memcg_exporter 1000 40
+fi
+if [[ $what == taskstats || $what == all ]]; then
+  echo "== taskstats: a cgroup with 1,000 tasks"
+  build/collectors/taskstats/taskstats_bench
+fi
+if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_bench ]]; then
+  echo "== tracing: decode + aggregate throughput"
+  build/tracing/tracing_decode_bench
+fi

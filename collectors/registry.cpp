@@ -54,6 +54,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
       {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
        makePressureCollector},
       {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+      {"vmscan", true, true,
+       "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "
+       "counts and stalls, LRU scans, kswapd, migrations (needs root)",
+       makeVmscanCollector},
       {"taskstats", false, true,
        "delay accounting per cgroup (TASKSTATS netlink: cpu, blkio, swapin, reclaim, thrashing, "
        "compact, wpcopy, irq); needs CAP_NET_ADMIN",

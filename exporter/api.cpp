@@ -2,6 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+
+#include "common/parse.h"
+#include "tracing/reclaim_report.h"
+#include "tracing/tracer.h"
+
 namespace memcg::api {
 namespace {
 
@@ -28,6 +34,20 @@ int hex(char c) {
 }
 
 }  // namespace
+
+std::optional<double> parseDuration(std::string_view s) {
+  if (s.size() < 2) return std::nullopt;
+  double unit = 0;
+  switch (s.back()) {
+    case 's': unit = 1; break;
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    default: return std::nullopt;
+  }
+  auto n = parseU64(s.substr(0, s.size() - 1));
+  if (!n || *n == 0) return std::nullopt;
+  return static_cast<double>(*n) * unit;
+}
 
 std::string queryParam(const std::string& query, const std::string& name) {
   size_t pos = 0;
@@ -95,6 +115,22 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
                                   : error(503, table.error().message());
     }
     return {200, table->dump()};
+  }
+  if (path == "/reclaim/report") {
+    auto tracer = tracing::activeTracer();
+    if (!tracer) return error(503, "vmscan tracing is not running (--collector.vmscan, root)");
+    auto now = std::chrono::steady_clock::now();
+    tracing::TraceSnapshot snap = tracer->snapshot();
+    tracing::reportHistory().maybeRecord(now, snap);
+    std::string w = queryParam(query, "window");
+    if (w.empty()) return {200, tracing::reclaimReport(snap).dump()};
+    auto secs = parseDuration(w);
+    if (!secs) return error(400, "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
+    auto base = tracing::reportHistory().baseline(
+        now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(*secs)));
+    if (!base) return {200, tracing::reclaimReport(snap).dump()};
+    return {200, tracing::reclaimReport(snap, &base->first, base->second).dump()};
   }
   return error(404, "no such endpoint: /api/v1" + path);
 }

@@ -53,6 +53,10 @@ const std::vector<Flag>& flagTable() {
          o.collector.procfsRoot = v;
        },
        "/proc"},
+      {"path.tracefs",
+       "tracefs mount point (empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing; "
+       "mounted if missing).",
+       false, [](Options& o, const std::string& v) { o.collector.tracefsPath = v; }, ""},
       {"cgroup.include", "Regex of cgroup paths to export (whole match, e.g. \"/kubepods.*\").",
        false, [](Options& o, const std::string& v) { o.discovery.include = v; }, ".*"},
       {"cgroup.exclude", "Regex of cgroup paths not to export (whole match).", false,

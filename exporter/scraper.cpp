@@ -40,9 +40,20 @@ const metrics::Desc kBuild = nodeGauge(
 
 struct Scraper::Stats {
   std::vector<std::atomic<uint64_t>> errors;
+  std::mutex mu;
+  std::vector<std::string> lastError;  // per collector, guarded by mu
   std::atomic<uint64_t> vanished{0};
   std::atomic<uint64_t> discoveryFailures{0};
-  explicit Stats(size_t n) : errors(n) {}
+  explicit Stats(size_t n) : errors(n), lastError(n) {}
+
+  /// True if this failure is not the one the collector logged last time
+  /// (a collector that stays down, e.g. without tracefs, logs once).
+  bool changed(size_t i, const std::string& first) {
+    std::lock_guard<std::mutex> g(mu);
+    if (lastError[i] == first) return false;
+    lastError[i] = first;
+    return true;
+  }
 };
 
 Scraper::Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors)
@@ -77,8 +88,12 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
       log::debug("cgroups vanished mid-scrape", "collector=" + collectors_[i].name +
                                                      " count=" + std::to_string(ctx.vanished));
     }
-    if (!ctx.errors.empty()) {
-      stats_->errors[i].fetch_add(ctx.errors.size());
+    if (!ctx.errors.empty()) stats_->errors[i].fetch_add(ctx.errors.size());
+    const std::string first = ctx.errors.empty() ? std::string() : ctx.errors.front().message();
+    if (!stats_->changed(i, first)) {
+      if (!first.empty()) log::debug("collector still failing", "collector=" + collectors_[i].name +
+                                                " err=" + log::quote(first));
+    } else if (!first.empty()) {
       // The first few, so a broken file cannot flood the log.
       for (size_t e = 0; e < ctx.errors.size() && e < 3; ++e) {
         log::error("collector failed", "collector=" + collectors_[i].name +

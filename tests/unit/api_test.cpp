@@ -48,6 +48,16 @@ TEST(Api, DelaysValidatesInput) {
   EXPECT_EQ(api::handleGet(*s.scraper, "/nope", "").status, 404);
 }
 
+TEST(Api, ReclaimReportNeedsTracing) {
+  test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
+  // No vmscan collector runs in unit tests.
+  EXPECT_EQ(api::handleGet(*s.scraper, "/reclaim/report", "").status, 503);
+  EXPECT_EQ(api::parseDuration("5m"), 300);
+  EXPECT_EQ(api::parseDuration("30s"), 30);
+  EXPECT_FALSE(api::parseDuration("5 minutes"));
+  EXPECT_FALSE(api::parseDuration("0s"));
+}
+
 TEST(Api, QueryParam) {
   EXPECT_EQ(api::queryParam("cgroup=%2Fa%2Fb+c&x=1", "cgroup"), "/a/b c");
   EXPECT_EQ(api::queryParam("x=1&cgroup=/k", "cgroup"), "/k");

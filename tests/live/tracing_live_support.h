@@ -1,0 +1,231 @@
+// Shared by the tracing live tests (tests/live/tracing_*_test.cpp): the
+// environment check, RAII guards for what a test creates (memcg, tracefs
+// instance, data file, child) and the independent reference count (a second
+// private tracefs instance read as text).
+//
+// Everything created is named memcg_exporter_test_* and removed also when an
+// assertion fails. Nothing global is touched: if tracefs is not mounted,
+// LiveEnv mounts it in a private mount namespace.
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/file.h"
+#include "common/parse.h"
+#include "tracing/aggregator.h"
+
+namespace memcg::tracing::live {
+
+inline const std::string kMemcgRoot = "/sys/fs/cgroup/memory";
+inline const std::string kTracefs = "/sys/kernel/tracing";
+constexpr uint64_t kMiB = 1024 * 1024;
+
+inline std::string skipReason;
+
+inline bool isTracefs(const std::string& p) {
+  struct statfs s {};
+  return ::statfs(p.c_str(), &s) == 0 && s.f_type == 0x74726163;
+}
+
+inline bool writeStr(const std::string& path, const std::string& v) {
+  return writeWholeFile(path, v).ok();
+}
+
+class LiveEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      skipReason = "needs root (tracefs instances, cgroup creation)";
+      return;
+    }
+    if (::access((kMemcgRoot + "/memory.limit_in_bytes").c_str(), F_OK) != 0) {
+      skipReason = "needs the cgroup v1 memory controller at " + kMemcgRoot;
+      return;
+    }
+    if (!isTracefs(kTracefs)) {
+      // Mount tracefs in a private mount namespace so nothing outside sees it.
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount("nodev", kTracefs.c_str(), "tracefs", 0, nullptr) != 0) {
+        skipReason =
+            std::string("tracefs not mounted and cannot mount it: ") + strerror(errno);
+        return;
+      }
+    }
+  }
+};
+
+// --- RAII guards ------------------------------------------------------------
+struct Cgroup {
+  std::string path;
+  explicit Cgroup(std::string name) : path(kMemcgRoot + "/" + name) {
+    ::rmdir(path.c_str());
+    ok = ::mkdir(path.c_str(), 0755) == 0;
+  }
+  ~Cgroup() {
+    // Our children are gone by now (Child guard); retry briefly while the
+    // kernel finishes offlining.
+    for (int i = 0; i < 50 && ::rmdir(path.c_str()) != 0 && errno == EBUSY; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  bool ok = false;
+};
+
+struct RefInstance {  // the independent counter: a private instance read as text
+  std::string dir;
+  explicit RefInstance(std::string name) : dir(kTracefs + "/instances/" + name) {
+    ::rmdir(dir.c_str());
+    ok = ::mkdir(dir.c_str(), 0755) == 0;
+  }
+  ~RefInstance() {
+    writeStr(dir + "/tracing_on", "0");
+    ::rmdir(dir.c_str());
+  }
+  bool enable(const char* sys, const char* ev) {
+    return writeStr(dir + "/events/" + sys + "/" + ev + "/enable", "1");
+  }
+  uint64_t lost() {
+    uint64_t n = 0;
+    for (int cpu = 0; cpu < 1024; ++cpu) {
+      auto s = readWholeFile(dir + "/per_cpu/cpu" + std::to_string(cpu) + "/stats");
+      if (!s.ok()) break;
+      std::string_view t = *s, line;
+      while (nextLine(t, line)) {
+        if (line.rfind("overrun:", 0) == 0 || line.rfind("dropped events:", 0) == 0) {
+          std::string_view v = line.substr(line.find(':') + 1);
+          while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+          n += parseU64(trimRight(v)).value_or(0);
+        }
+      }
+    }
+    return n;
+  }
+  bool ok = false;
+};
+
+struct RefCount {
+  uint64_t reclaims = 0;
+  uint64_t pages = 0;
+};
+
+// Parses "<comm>-<pid> [cpu] flags ts: mm_vmscan_memcg_reclaim_end: nr_reclaimed=N".
+inline std::map<int, RefCount> parseRefTrace(std::string_view text) {
+  std::map<int, RefCount> out;
+  const std::string_view kTag = ": mm_vmscan_memcg_reclaim_end: nr_reclaimed=";
+  std::string_view line;
+  while (nextLine(text, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t tag = line.find(kTag);
+    if (tag == std::string_view::npos) continue;
+    size_t br = line.find(" [");
+    if (br == std::string_view::npos) continue;
+    std::string_view task = trimRight(line.substr(0, br));
+    size_t dash = task.rfind('-');
+    if (dash == std::string_view::npos) continue;
+    auto pid = parseI64(task.substr(dash + 1));
+    std::string_view num = line.substr(tag + kTag.size());
+    num = num.substr(0, num.find(' '));
+    auto pages = parseU64(trimRight(num));
+    if (!pid || !pages) continue;
+    auto& r = out[static_cast<int>(*pid)];
+    ++r.reclaims;
+    r.pages += *pages;
+  }
+  return out;
+}
+
+struct DataFile {
+  std::string path;
+  DataFile(std::string p, uint64_t bytes) : path(std::move(p)) {
+    int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    std::vector<char> buf(kMiB, 'x');
+    uint64_t done = 0;
+    while (done < bytes &&
+           ::write(fd, buf.data(), buf.size()) == static_cast<ssize_t>(buf.size())) {
+      done += buf.size();
+    }
+    ::fsync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+    ok = done >= bytes;
+  }
+  ~DataFile() { ::unlink(path.c_str()); }
+  bool ok = false;
+};
+
+// A child that waits for a go byte, then streams `file` and exits.
+struct Child {
+  pid_t pid = -1;
+  int go = -1;
+  explicit Child(const std::string& file) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      char c;
+      ::close(p[1]);
+      if (::read(p[0], &c, 1) != 1) ::_exit(2);
+      int fd = ::open(file.c_str(), O_RDONLY);
+      if (fd < 0) ::_exit(3);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      static char buf[1 << 20];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+      ::_exit(0);
+    }
+    ::close(p[0]);
+    go = p[1];
+  }
+  void start() {
+    char c = 1;
+    (void)!::write(go, &c, 1);
+    ::close(go);
+    go = -1;
+  }
+  int wait() {
+    int st = 0;
+    if (pid > 0 && ::waitpid(pid, &st, 0) == pid) {
+      pid = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    }
+    return -1;
+  }
+  ~Child() {
+    if (go >= 0) ::close(go);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+inline const CgroupTraceStats* findCgroup(const TraceSnapshot& s, const std::string& path) {
+  for (const auto& c : s.cgroups) {
+    if (!c.unknown && !c.overflow && c.path == path) return &c;
+  }
+  return nullptr;
+}
+
+inline std::string uniq(const char* what, int n) {
+  return std::string("memcg_exporter_test_") + what + "_" + std::to_string(::getpid()) +
+         "_" + std::to_string(n);
+}
+
+}  // namespace memcg::tracing::live

@@ -1,0 +1,195 @@
+// Folds decoded vmscan/cgroup/sched events into per-cgroup reclaim state.
+//
+// Attribution: vmscan events carry no cgroup (6.18: not even
+// mm_vmscan_memcg_reclaim_begin), so each event is charged to the memcg of the
+// task that hit the tracepoint (common_pid). Reclaim done by a process writing
+// a cgroup file (memory.reclaim, limit_in_bytes) is thus charged to the
+// writer. The pid -> cgroup cache is filled from cgroup:cgroup_attach_task
+// (dst_path), sched:sched_process_fork (child inherits the parent's entry) and,
+// on a miss, /proc/<tid>/cgroup (CgroupResolver); sched:sched_process_exit
+// drops the entry at the end of the reader's round.
+// Units: stall times in ns internally, seconds in the snapshot helpers; page
+// counts are pages (PAGE_SIZE, 4 KiB on x86-64).
+// Bounded memory: at most max_cgroups series (then one overflow series) and
+// max_pids cached tasks (then the cache is cleared and refilled on demand).
+// Thread safety: apply()/endRound() run on the reader thread; snapshot() and
+// the proactive-reclaimer registry may be called from any thread. All share
+// one mutex, held per apply() chunk (~1000 events, tens of microseconds).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tracing/cgroup_resolver.h"
+#include "tracing/events.h"
+
+namespace memcg::tracing {
+
+/// Stall histogram upper bounds (ns): 1 us .. 10 s in 1-2.5-5 steps, then +Inf.
+inline constexpr std::array<uint64_t, 22> kStallBoundsNs = {
+    1'000,         2'500,         5'000,         10'000,        25'000,      50'000,
+    100'000,       250'000,       500'000,       1'000'000,     2'500'000,   5'000'000,
+    10'000'000,    25'000'000,    50'000'000,    100'000'000,   250'000'000, 500'000'000,
+    1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+
+struct StallHistogram {
+  /// Per-bucket (NOT cumulative) counts; index i counts stalls <= kStallBoundsNs[i]
+  /// and > the previous bound; the last element counts stalls above 10 s (+Inf).
+  std::array<uint64_t, kStallBoundsNs.size() + 1> buckets{};
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+
+  void observe(uint64_t ns);
+  /// Cumulative counts in Prometheus order (le=bound[i] ... le=+Inf).
+  std::array<uint64_t, kStallBoundsNs.size() + 1> cumulative() const;
+  double sumSeconds() const { return static_cast<double>(sum_ns) * 1e-9; }
+  static double boundSeconds(size_t i) {
+    return static_cast<double>(kStallBoundsNs[i]) * 1e-9;
+  }
+};
+
+/// Who reclaimed: the begin/end pair the stall belongs to.
+enum class ReclaimKind : uint8_t {
+  kDirect = 0,  ///< mm_vmscan_direct_reclaim_*: global direct reclaim in the allocator
+  kMemcg,       ///< mm_vmscan_memcg_reclaim_*: memcg limit reclaim by the charging task
+  kSoftlimit,   ///< mm_vmscan_memcg_softlimit_reclaim_* (cgroup v1 soft limit)
+  kProactive,   ///< memcg reclaim by a task registered as our background reclaimer
+  kCount,
+};
+inline constexpr size_t kReclaimKinds = static_cast<size_t>(ReclaimKind::kCount);
+const char* reclaimKindName(
+    ReclaimKind k);  // "direct", "memcg", "softlimit", "proactive"
+
+/// The context an LRU scan ran in (innermost open reclaim of the task).
+enum class ReclaimContext : uint8_t {
+  kDirect = 0,
+  kMemcg,
+  kSoftlimit,
+  kProactive,
+  kKswapd,
+  kOther,
+  kCount,
+};
+inline constexpr size_t kReclaimContexts = static_cast<size_t>(ReclaimContext::kCount);
+const char* reclaimContextName(ReclaimContext c);
+
+enum class LruType : uint8_t { kAnon = 0, kFile, kCount };
+inline constexpr size_t kLruTypes = static_cast<size_t>(LruType::kCount);
+const char* lruTypeName(LruType l);  // "anon", "file"
+
+struct ReclaimStats {
+  uint64_t total = 0;            ///< completed reclaims (end events)
+  uint64_t reclaimed_pages = 0;  ///< sum of nr_reclaimed of the end events
+  uint64_t unpaired = 0;         ///< ends without a matching begin (no stall observed)
+  StallHistogram stall;          ///< begin -> end of the same task
+};
+
+/// mm_vmscan_lru_shrink_inactive sums.
+struct LruStats {
+  uint64_t scanned_pages = 0;
+  uint64_t reclaimed_pages = 0;
+  uint64_t dirty_pages = 0;
+  uint64_t writeback_pages = 0;
+};
+
+struct CgroupTraceStats {
+  std::string path;       ///< relative to the memcg hierarchy root ("/" = root)
+  uint64_t id = 0;        ///< cgroup id (directory inode), 0 if unknown
+  bool unknown = false;   ///< tasks whose cgroup could not be resolved (exited early)
+  bool overflow = false;  ///< cgroups beyond max_cgroups, folded together
+  std::array<ReclaimStats, kReclaimKinds> reclaim{};
+  std::array<std::array<LruStats, kLruTypes>, kReclaimContexts> lru{};
+  uint64_t kswapd_wakeup_requests =
+      0;                        ///< mm_vmscan_wakeup_kswapd by this cgroup's tasks
+  uint64_t tasks_attached = 0;  ///< cgroup_attach_task with this destination
+};
+
+inline constexpr size_t kWakeupOrders = 11;  // orders 0..9, then ">= 10"
+
+struct NodeTraceStats {
+  uint64_t kswapd_wakeups = 0;   ///< mm_vmscan_kswapd_wake (incl. re-wakeups)
+  uint64_t kswapd_awake_ns = 0;  ///< first wake -> sleep, summed over kswapd threads
+  std::array<uint64_t, kWakeupOrders> wakeup_requests_by_order{};  ///< wakeup_kswapd
+};
+
+struct AggregatorCounters {
+  uint64_t events = 0;             ///< events applied
+  uint64_t pid_cache_entries = 0;  ///< current size
+  uint64_t pid_lookups = 0;        ///< /proc lookups (cache misses)
+  uint64_t pid_lookup_failures = 0;
+  uint64_t pid_cache_resets = 0;  ///< cache cleared because max_pids was reached
+  uint64_t overflow_events = 0;   ///< events charged to the overflow series
+};
+
+struct TraceSnapshot {
+  std::vector<CgroupTraceStats> cgroups;  ///< unknown and overflow series included
+  NodeTraceStats node;
+  AggregatorCounters aggregator;
+  // Filled by Tracer (tracer.h) from the session; zero when used standalone.
+  bool running = false;
+  uint64_t events_read = 0;    ///< records read from the ring buffers
+  uint64_t events_lost = 0;    ///< overrun + dropped per the kernel's per-CPU stats
+  uint64_t decode_errors = 0;  ///< records of unknown id or too short
+  uint64_t reader_cpu_ns = 0;  ///< CPU time used by the reader thread so far
+};
+
+struct AggregatorOptions {
+  size_t max_cgroups = 2048;
+  size_t max_pids = 1u << 20;
+  /// Hierarchy id of memcg (v1) or 0 (v2): attach events for other hierarchies are
+  /// ignored.
+  int hierarchy_id = 0;
+};
+
+class Aggregator {
+ public:
+  Aggregator(AggregatorOptions opts, std::unique_ptr<CgroupResolver> resolver);
+
+  /// Reader thread: folds events in order (the session merges CPUs by time).
+  void apply(std::span<const Event> events);
+  /// Reader thread: end of a read round; forgets tasks that exited in it.
+  void endRound();
+  /// Any thread: a consistent copy of all series.
+  TraceSnapshot snapshot() const;
+
+  /// Memcg reclaim by `tid` is counted as kProactive (our own background reclaim).
+  void registerProactiveReclaimer(int32_t tid);
+  void unregisterProactiveReclaimer(int32_t tid);
+
+ private:
+  static constexpr uint8_t kFlagKswapd = 1;
+  static constexpr uint8_t kFlagProactive = 2;
+  static constexpr uint8_t kFlagExited = 4;
+  struct PidState {
+    uint32_t slot = 0;
+    uint8_t flags = 0;
+    std::array<uint64_t, 3> begin_ts{};  // direct, memcg, softlimit; 0 = none open
+    uint64_t kswapd_wake_ts = 0;
+  };
+
+  void handle(const Event& e);
+  PidState& pidState(int32_t tid);
+  uint32_t internCgroup(std::string_view path, uint64_t id);
+  void endReclaim(const Event& e, size_t begin_idx);
+
+  const AggregatorOptions opts_;
+  std::unique_ptr<CgroupResolver> resolver_;
+  mutable std::mutex mu_;
+  std::unordered_map<int32_t, PidState> pids_;
+  std::vector<int32_t> exited_;
+  std::unordered_set<int32_t> proactive_;
+  std::vector<CgroupTraceStats> slots_;  // slot 0: unknown
+  std::unordered_map<std::string, uint32_t> by_path_;
+  uint32_t overflow_slot_ = 0;  // 0 = not created yet
+  NodeTraceStats node_;
+  AggregatorCounters counters_;
+};
+
+}  // namespace memcg::tracing

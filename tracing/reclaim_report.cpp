@@ -1,0 +1,277 @@
+#include "tracing/reclaim_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include "tracing/trace_metrics.h"
+
+namespace memcg::tracing {
+namespace {
+
+uint64_t sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+void subtractInto(ReclaimStats& r, const ReclaimStats& b) {
+  r.total = sub(r.total, b.total);
+  r.reclaimed_pages = sub(r.reclaimed_pages, b.reclaimed_pages);
+  r.unpaired = sub(r.unpaired, b.unpaired);
+  r.stall.count = sub(r.stall.count, b.stall.count);
+  r.stall.sum_ns = sub(r.stall.sum_ns, b.stall.sum_ns);
+  for (size_t i = 0; i < r.stall.buckets.size(); ++i) {
+    r.stall.buckets[i] = sub(r.stall.buckets[i], b.stall.buckets[i]);
+  }
+}
+
+bool moved(const CgroupTraceStats& c) {
+  if (c.kswapd_wakeup_requests || c.tasks_attached) return true;
+  for (const auto& r : c.reclaim) {
+    if (r.total || r.stall.count) return true;
+  }
+  for (const auto& ctx : c.lru) {
+    for (const auto& l : ctx) {
+      if (l.scanned_pages || l.reclaimed_pages || l.dirty_pages || l.writeback_pages) return true;
+    }
+  }
+  return false;
+}
+
+struct LruSums {
+  uint64_t scanned = 0, reclaimed = 0, scanned_file = 0, scanned_anon = 0, reclaimed_file = 0,
+           reclaimed_anon = 0, dirty = 0, writeback = 0;
+  void add(const LruStats& l, LruType t) {
+    scanned += l.scanned_pages;
+    reclaimed += l.reclaimed_pages;
+    (t == LruType::kFile ? scanned_file : scanned_anon) += l.scanned_pages;
+    (t == LruType::kFile ? reclaimed_file : reclaimed_anon) += l.reclaimed_pages;
+    dirty += l.dirty_pages;
+    writeback += l.writeback_pages;
+  }
+  void addContext(const CgroupTraceStats& c, ReclaimContext x) {
+    for (size_t l = 0; l < kLruTypes; ++l) add(c.lru[static_cast<size_t>(x)][l], static_cast<LruType>(l));
+  }
+};
+
+const ReclaimStats& rs(const CgroupTraceStats& c, ReclaimKind k) {
+  return c.reclaim[static_cast<size_t>(k)];
+}
+
+constexpr ReclaimKind kStallKinds[] = {ReclaimKind::kDirect, ReclaimKind::kMemcg,
+                                       ReclaimKind::kSoftlimit};
+
+nlohmann::json cgroupRow(const CgroupTraceStats& c) {
+  nlohmann::json row;
+  row["cgroup"] = std::string(traceCgroupLabel(c));
+  if (c.id) row["id"] = c.id;
+  LruSums all;
+  for (size_t x = 0; x < kReclaimContexts; ++x) all.addContext(c, static_cast<ReclaimContext>(x));
+  double stalled = 0;
+  for (ReclaimKind k : kStallKinds) stalled += rs(c, k).stall.sumSeconds();
+  // The script's per-process columns, per cgroup.
+  row["direct_reclaims"] = rs(c, ReclaimKind::kDirect).total;
+  row["memcg_reclaims"] = rs(c, ReclaimKind::kMemcg).total;
+  row["softlimit_reclaims"] = rs(c, ReclaimKind::kSoftlimit).total;
+  row["proactive_reclaims"] = rs(c, ReclaimKind::kProactive).total;
+  row["kswapd_wake_requests"] = c.kswapd_wakeup_requests;
+  row["pages_scanned"] = all.scanned;
+  row["pages_reclaimed"] = all.reclaimed;
+  row["pages_dirty"] = all.dirty;
+  row["pages_writeback"] = all.writeback;
+  row["time_stalled_seconds"] = stalled;
+  row["tasks_attached"] = c.tasks_attached;
+  nlohmann::json kinds = nlohmann::json::object();
+  for (size_t k = 0; k < kReclaimKinds; ++k) {
+    const ReclaimStats& r = c.reclaim[k];
+    if (r.total == 0 && r.stall.count == 0) continue;
+    nlohmann::json kr;
+    kr["reclaims"] = r.total;
+    kr["pages_reclaimed"] = r.reclaimed_pages;
+    kr["stalls"] = r.stall.count;
+    kr["stall_seconds"] = r.stall.sumSeconds();
+    kr["max_stall_bucket_le_seconds"] = nullptr;
+    for (size_t i = r.stall.buckets.size(); i-- > 0;) {
+      if (r.stall.buckets[i] == 0) continue;
+      if (i < kStallBoundsNs.size()) kr["max_stall_bucket_le_seconds"] = StallHistogram::boundSeconds(i);
+      else kr["max_stall_bucket_le_seconds"] = "+Inf";
+      break;
+    }
+    kr["unpaired"] = r.unpaired;
+    kinds[reclaimKindName(static_cast<ReclaimKind>(k))] = std::move(kr);
+  }
+  row["by_kind"] = std::move(kinds);
+  return row;
+}
+
+}  // namespace
+
+TraceSnapshot subtractSnapshot(const TraceSnapshot& now, const TraceSnapshot& base) {
+  TraceSnapshot out;
+  out.running = now.running;
+  out.events_read = sub(now.events_read, base.events_read);
+  out.events_lost = sub(now.events_lost, base.events_lost);
+  out.decode_errors = sub(now.decode_errors, base.decode_errors);
+  out.reader_cpu_ns = sub(now.reader_cpu_ns, base.reader_cpu_ns);
+  out.aggregator = now.aggregator;
+  out.aggregator.events = sub(now.aggregator.events, base.aggregator.events);
+  out.aggregator.pid_lookups = sub(now.aggregator.pid_lookups, base.aggregator.pid_lookups);
+  out.aggregator.pid_lookup_failures =
+      sub(now.aggregator.pid_lookup_failures, base.aggregator.pid_lookup_failures);
+  out.aggregator.pid_cache_resets =
+      sub(now.aggregator.pid_cache_resets, base.aggregator.pid_cache_resets);
+  out.aggregator.overflow_events =
+      sub(now.aggregator.overflow_events, base.aggregator.overflow_events);
+  out.node.kswapd_wakeups = sub(now.node.kswapd_wakeups, base.node.kswapd_wakeups);
+  out.node.kswapd_awake_ns = sub(now.node.kswapd_awake_ns, base.node.kswapd_awake_ns);
+  for (size_t o = 0; o < kWakeupOrders; ++o) {
+    out.node.wakeup_requests_by_order[o] =
+        sub(now.node.wakeup_requests_by_order[o], base.node.wakeup_requests_by_order[o]);
+  }
+  std::map<std::string_view, const CgroupTraceStats*> before;
+  for (const auto& c : base.cgroups) before.emplace(traceCgroupLabel(c), &c);
+  for (const auto& c : now.cgroups) {
+    CgroupTraceStats d = c;
+    auto it = before.find(traceCgroupLabel(c));
+    if (it != before.end()) {
+      const CgroupTraceStats& b = *it->second;
+      for (size_t k = 0; k < kReclaimKinds; ++k) subtractInto(d.reclaim[k], b.reclaim[k]);
+      for (size_t x = 0; x < kReclaimContexts; ++x) {
+        for (size_t l = 0; l < kLruTypes; ++l) {
+          LruStats& dl = d.lru[x][l];
+          const LruStats& bl = b.lru[x][l];
+          dl.scanned_pages = sub(dl.scanned_pages, bl.scanned_pages);
+          dl.reclaimed_pages = sub(dl.reclaimed_pages, bl.reclaimed_pages);
+          dl.dirty_pages = sub(dl.dirty_pages, bl.dirty_pages);
+          dl.writeback_pages = sub(dl.writeback_pages, bl.writeback_pages);
+        }
+      }
+      d.kswapd_wakeup_requests = sub(d.kswapd_wakeup_requests, b.kswapd_wakeup_requests);
+      d.tasks_attached = sub(d.tasks_attached, b.tasks_attached);
+    }
+    if (moved(d)) out.cgroups.push_back(std::move(d));
+  }
+  return out;
+}
+
+nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* base,
+                             std::optional<double> window_seconds) {
+  TraceSnapshot diff;
+  const TraceSnapshot& s = base ? (diff = subtractSnapshot(now_in, *base)) : now_in;
+  nlohmann::json j;
+  j["window_seconds"] = base && window_seconds ? nlohmann::json(*window_seconds) : nullptr;
+  j["tracing"] = {{"running", s.running},
+                  {"events", s.events_read},
+                  {"events_lost", s.events_lost},
+                  {"decode_errors", s.decode_errors},
+                  {"reader_cpu_seconds", static_cast<double>(s.reader_cpu_ns) * 1e-9}};
+
+  std::vector<const CgroupTraceStats*> rows;
+  for (const auto& c : s.cgroups) {
+    if (moved(c)) rows.push_back(&c);
+  }
+  auto stalled = [](const CgroupTraceStats* c) {
+    uint64_t ns = 0;
+    for (ReclaimKind k : kStallKinds) ns += rs(*c, k).stall.sum_ns;
+    return ns;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) {
+    uint64_t sa = stalled(a), sb = stalled(b);
+    if (sa != sb) return sa > sb;
+    return traceCgroupLabel(*a) < traceCgroupLabel(*b);
+  });
+  nlohmann::json cgroups = nlohmann::json::array();
+  for (auto* c : rows) cgroups.push_back(cgroupRow(*c));
+  j["cgroups"] = std::move(cgroups);
+
+  // The script's Summary block, extended with memcg/soft-limit/proactive
+  // reclaim (cgroup-era reclaim the script predates).
+  LruSums direct, memcg, soft, proactive, kswapd;
+  ReclaimStats tot[kReclaimKinds];
+  uint64_t wake_requests = 0;
+  for (const auto& c : s.cgroups) {
+    direct.addContext(c, ReclaimContext::kDirect);
+    memcg.addContext(c, ReclaimContext::kMemcg);
+    soft.addContext(c, ReclaimContext::kSoftlimit);
+    proactive.addContext(c, ReclaimContext::kProactive);
+    kswapd.addContext(c, ReclaimContext::kKswapd);
+    wake_requests += c.kswapd_wakeup_requests;
+    for (size_t k = 0; k < kReclaimKinds; ++k) {
+      tot[k].total += c.reclaim[k].total;
+      tot[k].reclaimed_pages += c.reclaim[k].reclaimed_pages;
+      tot[k].stall.sum_ns += c.reclaim[k].stall.sum_ns;
+      tot[k].stall.count += c.reclaim[k].stall.count;
+    }
+  }
+  nlohmann::json sum;
+  auto block = [&](const char* prefix, ReclaimKind k, const LruSums& l) {
+    const ReclaimStats& r = tot[static_cast<size_t>(k)];
+    std::string p(prefix);
+    sum[p + "_reclaims"] = r.total;
+    sum[p + "_reclaim_pages_scanned"] = l.scanned;
+    sum[p + "_reclaim_file_pages_scanned"] = l.scanned_file;
+    sum[p + "_reclaim_anon_pages_scanned"] = l.scanned_anon;
+    sum[p + "_reclaim_pages_reclaimed"] = r.reclaimed_pages;
+    sum[p + "_reclaim_file_pages_reclaimed"] = l.reclaimed_file;
+    sum[p + "_reclaim_anon_pages_reclaimed"] = l.reclaimed_anon;
+    sum[p + "_reclaim_pages_dirty"] = l.dirty;
+    sum[p + "_reclaim_pages_writeback"] = l.writeback;
+    sum["time_stalled_" + p + "_reclaim_seconds"] = r.stall.sumSeconds();
+  };
+  block("direct", ReclaimKind::kDirect, direct);
+  block("memcg", ReclaimKind::kMemcg, memcg);
+  block("softlimit", ReclaimKind::kSoftlimit, soft);
+  block("proactive", ReclaimKind::kProactive, proactive);
+  sum["wake_kswapd_requests"] = wake_requests;
+  sum["kswapd_wakeups"] = s.node.kswapd_wakeups;
+  sum["kswapd_pages_scanned"] = kswapd.scanned;
+  sum["kswapd_file_pages_scanned"] = kswapd.scanned_file;
+  sum["kswapd_anon_pages_scanned"] = kswapd.scanned_anon;
+  sum["kswapd_pages_reclaimed"] = kswapd.reclaimed;
+  sum["kswapd_file_pages_reclaimed"] = kswapd.reclaimed_file;
+  sum["kswapd_anon_pages_reclaimed"] = kswapd.reclaimed_anon;
+  sum["time_kswapd_awake_seconds"] = static_cast<double>(s.node.kswapd_awake_ns) * 1e-9;
+  j["summary"] = std::move(sum);
+
+  nlohmann::json by_order = nlohmann::json::object();
+  for (size_t o = 0; o < kWakeupOrders; ++o) {
+    if (s.node.wakeup_requests_by_order[o] == 0) continue;
+    by_order[o + 1 == kWakeupOrders ? ">=10" : std::to_string(o)] =
+        s.node.wakeup_requests_by_order[o];
+  }
+  j["kswapd"] = {{"wakeups", s.node.kswapd_wakeups},
+                 {"awake_seconds", static_cast<double>(s.node.kswapd_awake_ns) * 1e-9},
+                 {"pages_scanned", kswapd.scanned},
+                 {"pages_reclaimed", kswapd.reclaimed},
+                 {"wakeup_requests_by_order", std::move(by_order)}};
+  j["not_available"] = {"per-process rows (per cgroup instead)",
+                        "per-kswapd-instance rows (summed over kswapd threads)",
+                        "sync/async write I/O (mm_vmscan_write_folio not traced)"};
+  return j;
+}
+
+SnapshotHistory::SnapshotHistory(Clock::duration interval, Clock::duration max_age)
+    : interval_(interval), max_age_(max_age) {}
+
+void SnapshotHistory::maybeRecord(Clock::time_point t, const TraceSnapshot& s) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!kept_.empty() && t - kept_.back().first < interval_) return;
+  kept_.emplace_back(t, s);
+  // Keep one snapshot older than max_age so a full-length window has a base.
+  while (kept_.size() > 1 && t - kept_[1].first >= max_age_) kept_.pop_front();
+}
+
+std::optional<std::pair<TraceSnapshot, double>> SnapshotHistory::baseline(
+    Clock::time_point t, Clock::duration window) const {
+  std::lock_guard<std::mutex> g(mu_);
+  if (kept_.empty()) return std::nullopt;
+  const auto* best = &kept_.front();
+  for (const auto& k : kept_) {
+    if (k.first <= t - window) best = &k;
+  }
+  return std::make_pair(best->second,
+                        std::chrono::duration<double>(t - best->first).count());
+}
+
+SnapshotHistory& reportHistory() {
+  static SnapshotHistory h;
+  return h;
+}
+
+}  // namespace memcg::tracing

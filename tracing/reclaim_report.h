@@ -1,0 +1,64 @@
+// The reclaim report (issue 3, /api/v1/reclaim/report): the rows
+// trace-vmscan-postprocess (the kernel's Documentation/trace/postprocess
+// script, which no longer parses 6.x formats) prints, computed from a
+// TraceSnapshot instead of a recorded trace, over the whole run or a window.
+//
+// Shape (all counts in pages or events, times in seconds):
+//   {"window_seconds": null | w, "tracing": {running, events, events_lost, ...},
+//    "cgroups": [ per-cgroup rows, most stalled first ],
+//    "summary": { the script's "Summary" block, direct + memcg + kswapd },
+//    "kswapd":  { wakeups, awake time, pages scanned/reclaimed, requests by order },
+//    "not_available": [ what the script prints that is not traced ] }
+// Rows are per cgroup, not per process: the aggregator keeps no per-pid
+// counters (per-pid state lives only while a task does, to bound memory).
+// Pages scanned are mm_vmscan_lru_shrink_inactive's nr_scanned (the script
+// used mm_vmscan_lru_isolate, which also counts active-list isolation).
+// Sync/async write I/O (mm_vmscan_write_folio) is not decoded.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "tracing/aggregator.h"
+
+namespace memcg::tracing {
+
+/// `now` minus `base`, series matched by cgroup label; series whose counters
+/// did not move are dropped. Both must come from the same tracer run.
+TraceSnapshot subtractSnapshot(const TraceSnapshot& now, const TraceSnapshot& base);
+
+/// Renders the report. With `base`, the report covers now - base and
+/// `window_seconds` is written as the window; otherwise the whole run.
+nlohmann::json reclaimReport(const TraceSnapshot& now, const TraceSnapshot* base = nullptr,
+                             std::optional<double> window_seconds = std::nullopt);
+
+/// Baselines for windowed reports: a few snapshots, one per `interval`, kept
+/// for `max_age`. A snapshot copies every series (~1.5 KiB per cgroup), so
+/// the default (1 min, 15 min) holds at most 16 of them.
+class SnapshotHistory {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit SnapshotHistory(Clock::duration interval = std::chrono::minutes(1),
+                           Clock::duration max_age = std::chrono::minutes(15));
+  /// Records `s` taken at `t` if the newest kept one is at least `interval` old.
+  void maybeRecord(Clock::time_point t, const TraceSnapshot& s);
+  /// The newest snapshot taken at or before `t - window` (or the oldest kept
+  /// if none is that old) and its age at `t`; nullopt if none is kept.
+  std::optional<std::pair<TraceSnapshot, double>> baseline(Clock::time_point t,
+                                                           Clock::duration window) const;
+
+ private:
+  Clock::duration interval_, max_age_;
+  mutable std::mutex mu_;
+  std::deque<std::pair<Clock::time_point, TraceSnapshot>> kept_;
+};
+
+/// The process's history for /api/v1/reclaim/report windows, recorded by the
+/// vmscan collector on every scrape and by the API on every request.
+SnapshotHistory& reportHistory();
+
+}  // namespace memcg::tracing

@@ -1,0 +1,368 @@
+#include "tracing/tracefs_session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+extern "C" {
+// kbuffer.h is plain C without extern "C" guards.
+#include <kbuffer.h>
+}
+
+#include "common/log.h"
+#include "common/parse.h"
+#include "common/file.h"
+#include "tracing/tracefs_shim.h"
+
+namespace memcg::tracing {
+
+namespace {
+
+constexpr long kTracefsMagic = 0x74726163;  // include/uapi/linux/magic.h TRACEFS_MAGIC
+
+bool isTracefs(const std::string& path) {
+  struct statfs sfs {};
+  if (::statfs(path.c_str(), &sfs) != 0) return false;
+  return static_cast<long>(sfs.f_type) == kTracefsMagic;
+}
+
+bool tracefsSupported() {
+  auto fs = readWholeFile("/proc/filesystems");
+  return !fs.ok() || fs->find("\ttracefs\n") != std::string::npos;
+}
+
+// "overrun: N" etc. from per_cpu/cpuN/stats.
+uint64_t parseLost(std::string_view text) {
+  uint64_t lost = 0;
+  std::string_view line;
+  while (nextLine(text, line)) {
+    size_t c = line.find(':');
+    if (c == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, c);
+    if (key != "overrun" && key != "commit overrun" && key != "dropped events") continue;
+    std::string_view v = line.substr(c + 1);
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    if (auto n = parseU64(trimRight(v))) lost += *n;
+  }
+  return lost;
+}
+
+}  // namespace
+
+struct TracefsSession::Cpu {
+  int cpu = 0;
+  Fd pipe;
+  Fd stats;
+  kbuffer* kb = nullptr;
+  std::vector<char> pages;  // n * subbuf_size
+  size_t npages = 0;
+  size_t page = 0;
+  void* data = nullptr;  // current record, nullptr when exhausted
+  unsigned long long ts = 0;
+  ~Cpu() {
+    if (kb) kbuffer_free(kb);
+  }
+};
+
+Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOptions& opts) {
+  if (opts.instance_name.rfind(kInstancePrefix, 0) != 0 ||
+      opts.instance_name.find('/') != std::string::npos) {
+    return makeError(EINVAL, opts.instance_name,
+                     "instance name must start with memcg_exporter and contain no '/'");
+  }
+  std::unique_ptr<TracefsSession> s(new TracefsSession());
+  s->opts_ = opts;
+
+  // 1. Find or mount tracefs.
+  std::vector<std::string> candidates;
+  if (!opts.tracefs_path.empty()) {
+    candidates.push_back(opts.tracefs_path);
+  } else {
+    candidates = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+  }
+  for (const auto& c : candidates) {
+    if (isTracefs(c)) {
+      s->root_ = c;
+      break;
+    }
+  }
+  if (s->root_.empty()) {
+    const std::string target = candidates.front();
+    if (!tracefsSupported()) {
+      return makeError(ENODEV, target, "kernel has no tracefs (CONFIG_TRACING off?)");
+    }
+    if (!opts.mount_if_missing) {
+      return makeError(ENOENT, target, "tracefs is not mounted (mounting disabled)");
+    }
+    if (::mount("nodev", target.c_str(), "tracefs", 0, nullptr) != 0) {
+      return makeError(errno, target,
+                       "tracefs is not mounted and mounting it failed "
+                       "(needs root/CAP_SYS_ADMIN; or mount it and pass its path)");
+    }
+    s->root_ = target;
+    s->mounted_by_us_ = true;
+    log::info("mounted tracefs", "path=" + log::quote(target));
+  }
+  memcg_tfs_set_tracing_dir(s->root_.c_str());
+
+  // 2. Our instance; a leftover of ours (same name) is removed first.
+  const std::string& name = opts.instance_name;
+  const std::string inst_path = s->root_ + "/instances/" + name;
+  if (::access((s->root_ + "/instances").c_str(), W_OK) != 0) {
+    return makeError(errno == ENOENT ? ENOENT : EACCES, s->root_ + "/instances",
+                     "cannot create a tracefs instance (needs root)");
+  }
+  struct stat st {};
+  if (::stat(inst_path.c_str(), &st) == 0) {
+    log::warn("removing stale tracefs instance", "path=" + log::quote(inst_path));
+    if (memcg_tfs_instance_destroy_by_name(name.c_str()) != 0) {
+      return makeError(errno, inst_path,
+                       errno == EBUSY ? "instance in use (another exporter running?)"
+                                      : "cannot remove stale instance");
+    }
+  }
+  int is_new = 0;
+  s->instance_ = memcg_tfs_instance_create(name.c_str(), &is_new);
+  if (!s->instance_) return makeError(errno ? errno : EIO, inst_path, "create instance");
+  if (!is_new) {
+    memcg_tfs_instance_free(s->instance_);
+    s->instance_ = nullptr;
+    return makeError(EEXIST, inst_path, "instance appeared concurrently");
+  }
+  s->instance_dir_ = inst_path;
+  // From here on the destructor removes the instance on any failure.
+  if (memcg_tfs_instance_file_write(s->instance_, "tracing_on", "0") != 0) {
+    return makeError(errno, inst_path + "/tracing_on", "write 0");
+  }
+  if (memcg_tfs_set_buffer_size_kb(s->instance_, opts.buffer_kb_per_cpu) != 0) {
+    return makeError(errno, inst_path + "/buffer_size_kb", "set buffer size");
+  }
+  s->subbuf_size_ = static_cast<size_t>(::getpagesize());
+  if (auto kb = readWholeFile(inst_path + "/buffer_subbuf_size_kb"); kb.ok()) {
+    if (auto v = parseU64(trimRight(*kb)); v && *v > 0) s->subbuf_size_ = *v * 1024;
+  }
+
+  // 3. Per-CPU raw pipes, kept open for the session's life.
+  const std::string per_cpu = inst_path + "/per_cpu";
+  DIR* d = ::opendir(per_cpu.c_str());
+  if (!d) return makeError(errno, per_cpu, "opendir");
+  std::vector<int> cpu_ids;
+  while (dirent* de = ::readdir(d)) {
+    if (std::strncmp(de->d_name, "cpu", 3) != 0) continue;
+    if (auto n = parseU64(de->d_name + 3)) cpu_ids.push_back(static_cast<int>(*n));
+  }
+  ::closedir(d);
+  std::sort(cpu_ids.begin(), cpu_ids.end());
+  for (int id : cpu_ids) {
+    auto c = std::make_unique<Cpu>();
+    c->cpu = id;
+    const std::string base = per_cpu + "/cpu" + std::to_string(id);
+    c->pipe.reset(
+        ::open((base + "/trace_pipe_raw").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (!c->pipe.valid()) {
+      if (errno == ENODEV || errno == ENOENT) continue;  // offline CPU
+      return makeError(errno, base + "/trace_pipe_raw", "open");
+    }
+    c->stats.reset(::open((base + "/stats").c_str(), O_RDONLY | O_CLOEXEC));
+    c->kb = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
+    if (!c->kb) return makeError(ENOMEM, base, "kbuffer_alloc");
+    s->cpus_.push_back(std::move(c));
+  }
+  if (s->cpus_.empty()) return makeError(ENOENT, per_cpu, "no readable CPU buffers");
+  return s;
+}
+
+TracefsSession::~TracefsSession() {
+  stop();
+  cpus_.clear();  // close every per-CPU file, or rmdir fails with EBUSY
+  if (instance_) {
+    memcg_tfs_instance_file_write(instance_, "tracing_on", "0");
+    if (memcg_tfs_instance_destroy(instance_) != 0) {
+      log::warn(
+          "could not remove tracefs instance",
+          "path=" + log::quote(instance_dir_) + " err=" + log::quote(strerror(errno)));
+    }
+    memcg_tfs_instance_free(instance_);
+    instance_ = nullptr;
+  }
+  if (mounted_by_us_) {
+    if (::umount2(root_.c_str(), MNT_DETACH) != 0) {
+      log::warn("could not unmount tracefs", "path=" + log::quote(root_));
+    }
+  }
+}
+
+Status TracefsSession::enableEvent(const char* system, const char* event,
+                                   const std::string& filter) {
+  const std::string path = instance_dir_ + "/events/" + system + "/" + event;
+  if (!filter.empty() && memcg_tfs_event_file_write(instance_, system, event, "filter",
+                                                    filter.c_str()) != 0) {
+    return makeError(errno, path + "/filter", filter);
+  }
+  if (memcg_tfs_event_enable(instance_, system, event) != 0) {
+    return makeError(errno ? errno : ENOENT, path + "/enable", "enable");
+  }
+  return Ok{};
+}
+
+Status TracefsSession::start(RecordSink* sink) {
+  if (running_.load()) return makeError(EALREADY, instance_dir_, "already running");
+  sink_ = sink;
+  if (memcg_tfs_instance_file_write(instance_, "tracing_on", "1") != 0) {
+    return makeError(errno, instance_dir_ + "/tracing_on", "write 1");
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_requested_ = false;
+  }
+  running_.store(true);
+  thread_ = std::thread([this] { run(); });
+  return Ok{};
+}
+
+void TracefsSession::stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_requested_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  running_.store(false);
+}
+
+SessionStats TracefsSession::stats() const {
+  SessionStats s;
+  s.records = records_.load(std::memory_order_relaxed);
+  s.subbufs = subbufs_.load(std::memory_order_relaxed);
+  s.lost = lost_.load(std::memory_order_relaxed);
+  s.missed_flags = missed_.load(std::memory_order_relaxed);
+  s.read_errors = read_errors_.load(std::memory_order_relaxed);
+  s.rounds = rounds_.load(std::memory_order_relaxed);
+  s.reader_cpu_ns = reader_cpu_ns_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void TracefsSession::refreshLost() {
+  uint64_t lost = 0;
+  char buf[1024];
+  for (auto& c : cpus_) {
+    if (!c->stats.valid()) continue;
+    ssize_t n = ::pread(c->stats.get(), buf, sizeof buf - 1, 0);
+    if (n <= 0) continue;
+    lost += parseLost(std::string_view(buf, static_cast<size_t>(n)));
+  }
+  lost_.store(lost, std::memory_order_relaxed);
+}
+
+void TracefsSession::run() {
+  auto last_stats = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  for (;;) {
+    bool stopping;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stopping = stop_requested_;
+    }
+    bool more = drainRound(stopping);
+    auto now = std::chrono::steady_clock::now();
+    if (stopping || now - last_stats >= std::chrono::seconds(1)) {
+      refreshLost();
+      last_stats = now;
+    }
+    struct timespec cpu {};
+    if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+      reader_cpu_ns_.store(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull +
+                               static_cast<uint64_t>(cpu.tv_nsec),
+                           std::memory_order_relaxed);
+    }
+    if (stopping) break;
+    if (more) continue;  // a CPU hit max_subbufs_per_cpu_round: go on at once
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, opts_.poll_interval, [this] { return stop_requested_; });
+  }
+}
+
+bool TracefsSession::drainRound(bool final_round) {
+  bool more = false;
+  // Read phase: copy each CPU's available sub-buffers.
+  for (auto& c : cpus_) {
+    c->npages = 0;
+    c->page = 0;
+    c->data = nullptr;
+    const size_t cap = opts_.max_subbufs_per_cpu_round;
+    if (c->pages.size() < subbuf_size_ * 4) c->pages.resize(subbuf_size_ * 4);
+    for (size_t i = 0; i < cap; ++i) {
+      if (c->pages.size() < (c->npages + 1) * subbuf_size_) {
+        c->pages.resize(std::min(cap, c->npages * 2 + 1) * subbuf_size_);
+      }
+      char* dst = c->pages.data() + c->npages * subbuf_size_;
+      ssize_t n = ::read(c->pipe.get(), dst, subbuf_size_);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) read_errors_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      if (n == 0) break;
+      if (static_cast<size_t>(n) < subbuf_size_) {
+        std::memset(dst + n, 0, subbuf_size_ - static_cast<size_t>(n));
+      }
+      ++c->npages;
+      if (kbuffer_load_subbuffer(c->kb, dst) != 0) {
+        --c->npages;
+        read_errors_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      int missed = kbuffer_missed_events(c->kb);
+      if (missed != 0)
+        missed_.fetch_add(missed > 0 ? missed : 1, std::memory_order_relaxed);
+      // A sub-buffer that is far from full is the one the writer is on:
+      // stop here instead of chasing the writer (unless this is the last round).
+      const int used = kbuffer_subbuffer_size(c->kb);
+      const int capacity = static_cast<int>(subbuf_size_) - kbuffer_start_of_data(c->kb);
+      if (!final_round && used + 512 < capacity) break;
+      if (i + 1 == cap) more = true;
+    }
+    subbufs_.fetch_add(c->npages, std::memory_order_relaxed);
+    if (c->npages > 0 && kbuffer_load_subbuffer(c->kb, c->pages.data()) == 0) {
+      c->data = kbuffer_read_event(c->kb, &c->ts);
+    }
+  }
+
+  auto advance = [this](Cpu& c) {
+    c.data = kbuffer_next_event(c.kb, &c.ts);
+    while (!c.data && ++c.page < c.npages) {
+      if (kbuffer_load_subbuffer(c.kb, c.pages.data() + c.page * subbuf_size_) != 0)
+        continue;
+      c.data = kbuffer_read_event(c.kb, &c.ts);
+    }
+  };
+  // Merge phase: oldest record first across CPUs, so a task's begin/end on
+  // two CPUs, fork before first use and exit after last use stay in order.
+  uint64_t n = 0;
+  for (;;) {
+    Cpu* best = nullptr;
+    for (auto& c : cpus_) {
+      if (c->data && (!best || c->ts < best->ts)) best = c.get();
+    }
+    if (!best) break;
+    int size = kbuffer_event_size(best->kb);
+    if (size > 0 && sink_) {
+      sink_->onRecord(best->data, static_cast<uint32_t>(size), best->ts, best->cpu);
+    }
+    ++n;
+    advance(*best);
+  }
+  records_.fetch_add(n, std::memory_order_relaxed);
+  rounds_.fetch_add(1, std::memory_order_relaxed);
+  if (sink_) sink_->onRoundEnd();
+  return more;
+}
+
+}  // namespace memcg::tracing

@@ -1,0 +1,131 @@
+// A private tracefs instance and the thread that reads its ring buffers.
+//
+// Kernel interface (Documentation/trace/ftrace.rst):
+//  - tracefs, mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing
+//    (found via statfs magic TRACEFS_MAGIC); mounted by us at
+//    /sys/kernel/tracing (or the given path) when absent, and unmounted on exit;
+//  - instances/<name>/: our own buffer (never the top-level one), created by
+//    mkdir and removed by rmdir (EBUSY while any of its files is open). The
+//    name must start with "memcg_exporter"; an instance of that exact name
+//    found at start is a leftover of a crash and is removed;
+//  - instances/<name>/events/<sys>/<event>/{enable,filter};
+//  - instances/<name>/buffer_size_kb (KiB per CPU), buffer_subbuf_size_kb
+//    (6.8+; else the page size);
+//  - instances/<name>/per_cpu/cpuN/trace_pipe_raw: binary sub-buffers, read
+//    non-blocking; reading CONSUMES the events. Parsed with libtraceevent's
+//    kbuffer. per_cpu/cpuN/stats gives "overrun", "commit overrun" and
+//    "dropped events": the events the kernel lost for this instance.
+// The reader wakes every poll_interval, drains each CPU up to the first
+// partly filled sub-buffer (it does not chase the writer), merges the CPUs by
+// timestamp and hands records to a RecordSink in time order.
+// Minimum kernel: 4.x for instances and trace_pipe_raw; tested on 6.18.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/fd.h"
+#include "common/result.h"
+
+struct memcg_tfs_instance;
+
+namespace memcg::tracing {
+
+inline constexpr std::string_view kInstancePrefix = "memcg_exporter";
+
+struct SessionOptions {
+  /// tracefs mount point; empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing.
+  std::string tracefs_path;
+  /// If tracefs is not mounted, mount it (at tracefs_path or /sys/kernel/tracing).
+  bool mount_if_missing = true;
+  /// Instance name; must start with kInstancePrefix.
+  std::string instance_name = std::string(kInstancePrefix);
+  /// Ring buffer per CPU, KiB. 8 MiB holds ~200k vmscan events per CPU, i.e.
+  /// >= 1 s of a heavy reclaim storm between two polls.
+  size_t buffer_kb_per_cpu = 8192;
+  std::chrono::milliseconds poll_interval{200};
+  /// Upper bound on sub-buffers read from one CPU per round (bounds memory).
+  size_t max_subbufs_per_cpu_round = 512;
+};
+
+/// Receives records in timestamp order on the reader thread.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  /// `data` holds one event (common header first) and is valid only during the call.
+  virtual void onRecord(const void* data, uint32_t size, uint64_t ts, int cpu) = 0;
+  /// Called after each round's records.
+  virtual void onRoundEnd() = 0;
+};
+
+struct SessionStats {
+  uint64_t records = 0;       ///< records handed to the sink
+  uint64_t subbufs = 0;       ///< sub-buffers read
+  uint64_t lost = 0;          ///< overrun + commit overrun + dropped (kernel stats)
+  uint64_t missed_flags = 0;  ///< events the sub-buffer headers flagged as missed
+  uint64_t read_errors = 0;   ///< read() failures other than EAGAIN
+  uint64_t rounds = 0;
+  uint64_t reader_cpu_ns =
+      0;  ///< CPU time of the reader thread (CLOCK_THREAD_CPUTIME_ID)
+};
+
+class TracefsSession {
+ public:
+  /// Finds or mounts tracefs, removes a stale instance of the same name and
+  /// creates ours with tracing off. Fails with a clear Error (EACCES/EPERM,
+  /// ENODEV for no tracefs support, EBUSY if the instance is in use).
+  static Result<std::unique_ptr<TracefsSession>> open(const SessionOptions& opts);
+  ~TracefsSession();
+  TracefsSession(const TracefsSession&) = delete;
+  TracefsSession& operator=(const TracefsSession&) = delete;
+
+  /// The tracefs root in use (load event formats from it).
+  const std::string& tracefsRoot() const { return root_; }
+  /// The instance directory (…/instances/<name>).
+  const std::string& instanceDir() const { return instance_dir_; }
+  bool mountedByUs() const { return mounted_by_us_; }
+
+  /// Sets an in-kernel filter (if non-empty) and enables one event.
+  Status enableEvent(const char* system, const char* event,
+                     const std::string& filter = {});
+  /// Turns tracing on and starts the reader thread. `sink` must outlive stop().
+  Status start(RecordSink* sink);
+  /// Stops the reader after a final drain; idempotent.
+  void stop();
+  bool running() const { return running_.load(); }
+  SessionStats stats() const;
+
+ private:
+  TracefsSession() = default;
+  struct Cpu;
+  void run();
+  bool drainRound(bool final_round);
+  void refreshLost();
+
+  std::string root_;
+  std::string instance_dir_;
+  bool mounted_by_us_ = false;
+  memcg_tfs_instance* instance_ = nullptr;
+  size_t subbuf_size_ = 4096;
+  SessionOptions opts_;
+  std::vector<std::unique_ptr<Cpu>> cpus_;
+  RecordSink* sink_ = nullptr;
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_requested_ = false;
+  std::atomic<bool> running_{false};
+
+  std::atomic<uint64_t> records_{0}, subbufs_{0}, lost_{0}, missed_{0}, read_errors_{0},
+      rounds_{0}, reader_cpu_ns_{0};
+};
+
+}  // namespace memcg::tracing

@@ -1,0 +1,150 @@
+#include "tracing/tracer.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/file.h"
+
+namespace memcg::tracing {
+
+namespace {
+constexpr size_t kChunk = 1024;
+}
+
+Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
+  std::unique_ptr<Tracer> t(new Tracer());
+  AggregatorOptions aopts = opts.aggregator;
+  if (opts.detect_hierarchy) {
+    // /proc/cgroups (not mountinfo): the hierarchy id that cgroup_attach_task
+    // reports as dst_root, 0 when memory is on the v2 hierarchy.
+    auto cg = readWholeFile(opts.procfs + "/cgroups");
+    if (!cg.ok()) return cg.error();
+    auto h = parseMemoryHierarchyId(*cg);
+    if (!h)
+      return makeError(ENOENT, opts.procfs + "/cgroups", "memory controller not enabled");
+    aopts.hierarchy_id = *h;
+    if (!opts.memory_root.empty() && opts.memory_v2 != (*h == 0)) {
+      return makeError(EINVAL, opts.procfs + "/cgroups",
+                       std::string("memory hierarchy is ") + (*h == 0 ? "v2" : "v1") +
+                           " but the caller's layout says " +
+                           (opts.memory_v2 ? "v2" : "v1"));
+    }
+  }
+
+  auto session = TracefsSession::open(opts.session);
+  if (!session.ok()) return session.error();
+  t->session_ = std::move(session.value());
+
+  auto formats = EventFormats::load(t->session_->tracefsRoot());
+  if (!formats.ok()) return formats.error();
+  t->formats_ = std::make_unique<EventFormats>(std::move(formats.value()));
+  auto decoder = Decoder::create(*t->formats_);
+  if (!decoder.ok()) return decoder.error();
+  t->decoder_ = std::make_unique<Decoder>(std::move(decoder.value()));
+
+  std::vector<EventType> want;
+  if (!opts.only_events.empty()) {
+    want = opts.only_events;
+  } else {
+    for (const auto& e : kEventNames) {
+      if (e.type == EventType::kWakeupKswapd && !opts.wakeup_kswapd) continue;
+      if (e.type == EventType::kLruShrinkInactive && !opts.lru) continue;
+      if ((e.type == EventType::kProcessFork || e.type == EventType::kProcessExit) &&
+          !opts.fork_exit) {
+        continue;
+      }
+      want.push_back(e.type);
+    }
+  }
+  for (EventType type : want) {
+    const EventName* en = eventName(type);
+    if (!t->decoder_->supports(type)) {
+      log::info("tracepoint not available on this kernel",
+                "event=" + std::string(en->name));
+      continue;
+    }
+    std::string filter;
+    if (type == EventType::kCgroupAttach) {
+      filter = "dst_root==" + std::to_string(aopts.hierarchy_id);
+    }
+    auto st = t->session_->enableEvent(en->system, en->name, filter);
+    if (!st.ok()) return st.error();
+    t->enabled_.push_back(type);
+  }
+
+  t->aggregator_ = std::make_unique<Aggregator>(
+      aopts,
+      std::make_unique<ProcCgroupResolver>(opts.procfs, aopts.hierarchy_id, opts.memory_root));
+  t->chunk_.resize(kChunk);
+  auto st = t->session_->start(t.get());
+  if (!st.ok()) return st.error();
+  return t;
+}
+
+Tracer::~Tracer() { stop(); }
+
+void Tracer::stop() {
+  if (session_) session_->stop();
+}
+
+void Tracer::onRecord(const void* data, uint32_t size, uint64_t ts, int cpu) {
+  Event& e = chunk_[chunk_used_];
+  if (!decoder_->decode(data, size, ts, e)) {
+    decode_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  e.cpu = static_cast<int16_t>(cpu);
+  if (++chunk_used_ == chunk_.size()) flush();
+}
+
+void Tracer::flush() {
+  if (chunk_used_ == 0) return;
+  aggregator_->apply(std::span<const Event>(chunk_.data(), chunk_used_));
+  chunk_used_ = 0;
+}
+
+void Tracer::onRoundEnd() {
+  // dst_path views point into the session's sub-buffers: apply before they go.
+  flush();
+  aggregator_->endRound();
+}
+
+TraceSnapshot Tracer::snapshot() const {
+  TraceSnapshot s = aggregator_->snapshot();
+  SessionStats ss = session_->stats();
+  s.running = session_->running();
+  s.events_read = ss.records;
+  s.events_lost = ss.lost;
+  s.decode_errors = decode_errors_.load(std::memory_order_relaxed);
+  s.reader_cpu_ns = ss.reader_cpu_ns;
+  return s;
+}
+
+namespace {
+std::mutex g_active_mu;
+std::shared_ptr<Tracer> g_active;
+std::string g_collector_instance(kInstancePrefix);
+}  // namespace
+
+void setCollectorInstanceName(std::string name) {
+  std::lock_guard<std::mutex> g(g_active_mu);
+  g_collector_instance = std::move(name);
+}
+
+std::string collectorInstanceName() {
+  std::lock_guard<std::mutex> g(g_active_mu);
+  return g_collector_instance;
+}
+
+std::shared_ptr<Tracer> activeTracer() {
+  std::lock_guard<std::mutex> g(g_active_mu);
+  return g_active;
+}
+
+void setActiveTracer(std::shared_ptr<Tracer> t) {
+  std::lock_guard<std::mutex> g(g_active_mu);
+  g_active = std::move(t);
+}
+
+}  // namespace memcg::tracing

@@ -1,0 +1,103 @@
+// The tracing pipeline in one object: session (tracefs_session.h) -> decoder
+// (decoders.h) -> aggregator (aggregator.h). This is what the exporter owns
+// and what a collector reads: call snapshot() once per scrape.
+//
+// Events enabled by default, and why (each costs the traced task ~0.4 us per
+// hit in the kernel, ~0.2 us per hit just for being enabled with a filter):
+//  - vmscan direct/memcg/softlimit reclaim begin+end: the stall histograms and
+//    counts; low rate (one pair per reclaim pass).
+//  - vmscan kswapd_wake/kswapd_sleep: kswapd wakeups and time awake; rare.
+//  - vmscan wakeup_kswapd: wake requests by order; can reach 1e5/s in a storm
+//    (seed 002: millions in minutes). Kept on: ~0.08 us reader CPU per event
+//    keeps a 100k/s storm under 1% of a core. Switch off with
+//    TracerOptions::wakeup_kswapd = false.
+//  - vmscan lru_shrink_inactive: pages scanned/reclaimed by lru and context;
+//    one per shrink of an inactive list (~SWAP_CLUSTER_MAX batches).
+//  - cgroup:cgroup_attach_task, filtered in the kernel to the memcg hierarchy
+//    (dst_root==<id>): keeps the pid -> cgroup cache exact on migration.
+//  - sched:sched_process_fork / sched_process_exit: children inherit the
+//    parent's cache entry (short-lived tasks stay attributed even if gone
+//    before /proc could be read) and entries are dropped on exit, so the
+//    cache is bounded by live tasks and a reused pid is never misattributed.
+//    Their rate is the fork rate; each hit costs far less than the fork.
+// Off (not decoded yet): lru_isolate, lru_shrink_active, write_folio,
+// throttled, shrink_slab, reclaim_pages, node_reclaim, lock contention.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tracing/aggregator.h"
+#include "tracing/decoders.h"
+#include "tracing/event_formats.h"
+#include "tracing/tracefs_session.h"
+
+namespace memcg::tracing {
+
+struct TracerOptions {
+  SessionOptions session;
+  AggregatorOptions
+      aggregator;  ///< hierarchy_id is detected unless detect_hierarchy is false
+  bool detect_hierarchy = true;
+  std::string procfs = "/proc";
+  /// Mount point of the memory hierarchy and whether it is cgroup v2, from
+  /// the caller (discovery's MountLayout: the one mountinfo parser). Used to
+  /// stat cgroup directories for their ids; empty = ids stay 0 and the
+  /// version is not cross-checked against /proc/cgroups.
+  std::string memory_root;
+  bool memory_v2 = false;
+  bool wakeup_kswapd = true;
+  bool lru = true;
+  bool fork_exit = true;
+  /// Only these events if non-empty (tests); overrides the switches above.
+  std::vector<EventType> only_events;
+};
+
+class Tracer : private RecordSink {
+ public:
+  /// Opens the session, loads formats, enables events and starts reading.
+  /// On error nothing is left behind (instance removed, tracefs unmounted).
+  static Result<std::unique_ptr<Tracer>> start(const TracerOptions& opts);
+  ~Tracer() override;
+
+  /// Thread-safe consistent copy; includes session counters (lost events).
+  TraceSnapshot snapshot() const;
+  void stop();
+  Aggregator& aggregator() { return *aggregator_; }
+  const TracefsSession& session() const { return *session_; }
+  const std::vector<EventType>& enabledEvents() const { return enabled_; }
+
+ private:
+  Tracer() = default;
+  void onRecord(const void* data, uint32_t size, uint64_t ts, int cpu) override;
+  void onRoundEnd() override;
+  void flush();
+
+  std::unique_ptr<TracefsSession> session_;
+  std::unique_ptr<EventFormats> formats_;
+  std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<Aggregator> aggregator_;
+  std::vector<EventType> enabled_;
+  std::vector<Event> chunk_;
+  size_t chunk_used_ = 0;
+  std::atomic<uint64_t> decode_errors_{0};
+};
+
+/// Instance name of the tracer the vmscan collector starts (default
+/// "memcg_exporter"). Live tests set a memcg_exporter_test_* name before
+/// making the collector, so they never replace a running exporter's instance.
+void setCollectorInstanceName(std::string name);
+std::string collectorInstanceName();
+
+/// The process's running tracer, published by the vmscan collector
+/// (collectors/vmscan.cpp) for the parts that read or feed the same session:
+/// the reclaim report API (snapshot()) and the controller
+/// (aggregator().registerProactiveReclaimer()). Null while tracing is down.
+/// Holding the returned pointer keeps the tracer alive.
+std::shared_ptr<Tracer> activeTracer();
+/// Publishes `t` (null to withdraw). Only the collector that owns it calls this.
+void setActiveTracer(std::shared_ptr<Tracer> t);
+
+}  // namespace memcg::tracing

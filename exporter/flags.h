@@ -12,6 +12,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/discovery.h"
+#include "controller/options.h"
 
 namespace memcg {
 
@@ -25,6 +26,7 @@ struct Options {
   std::string logLevel = "info";
   DiscoveryOptions discovery;
   CollectorConfig collector;
+  controller::ControllerOptions controller;
   bool disableDefaults = false;
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME
   bool showVersion = false;

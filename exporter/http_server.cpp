@@ -94,20 +94,79 @@ class TextHandler : public CivetHandler {
   std::function<std::pair<int, std::string>()> f_;
 };
 
+std::string_view statusText(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+// /api/v1/...: GETs go to exporter/api.h; /api/v1/controller/... to the
+// controller's handlers (POST protect/unprotect, GET state).
 class ApiHandler : public CivetHandler {
  public:
-  explicit ApiHandler(Scraper& s) : scraper_(s) {}
+  ApiHandler(Scraper& s, const controller::ControllerApi* c) : scraper_(s), controller_(c) {}
+
   bool handleGet(CivetServer*, mg_connection* conn) override {
     const mg_request_info* ri = mg_get_request_info(conn);
-    std::string path = ri->local_uri;
-    path.erase(0, std::strlen("/api/v1"));
+    std::string path = subPath(ri);
+    if (path == "/controller/state") {
+      if (!controller_) return send(conn, 503, R"({"error":"controller not available"})");
+      auto r = controller_->handleState(header(conn, "Authorization"));
+      return send(conn, r.status, r.body);
+    }
+    if (path.starts_with("/controller/")) return send(conn, 405, R"({"error":"use POST"})");
     api::Response r = api::handleGet(scraper_, path, ri->query_string ? ri->query_string : "");
-    reply(conn, r.status, r.status == 200 ? "OK" : "Error", "application/json", r.body);
-    return true;
+    return send(conn, r.status, r.body);
+  }
+
+  bool handlePost(CivetServer*, mg_connection* conn) override {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    std::string path = subPath(ri);
+    if (path != "/controller/protect" && path != "/controller/unprotect") {
+      return send(conn, path == "/controller/state" ? 405 : 404,
+                  R"({"error":"no such endpoint for POST"})");
+    }
+    if (!controller_) return send(conn, 503, R"({"error":"controller not available"})");
+    constexpr size_t kMaxBody = 64 * 1024;
+    std::string body;
+    char buf[4096];
+    int n;
+    while ((n = mg_read(conn, buf, sizeof buf)) > 0) {
+      body.append(buf, static_cast<size_t>(n));
+      if (body.size() > kMaxBody) return send(conn, 413, R"({"error":"body too large"})");
+    }
+    const std::string auth = header(conn, "Authorization");
+    auto r = path == "/controller/protect" ? controller_->handleProtect(body, auth)
+                                           : controller_->handleUnprotect(body, auth);
+    return send(conn, r.status, r.body);
   }
 
  private:
+  static std::string subPath(const mg_request_info* ri) {
+    std::string path = ri->local_uri;
+    path.erase(0, std::strlen("/api/v1"));
+    return path;
+  }
+  static std::string header(mg_connection* conn, const char* name) {
+    const char* h = mg_get_header(conn, name);
+    return h ? h : "";
+  }
+  static bool send(mg_connection* conn, int status, std::string_view body) {
+    reply(conn, status, statusText(status), "application/json", body);
+    return true;
+  }
+
   Scraper& scraper_;
+  const controller::ControllerApi* controller_;
 };
 
 class LandingHandler : public CivetHandler {
@@ -158,14 +217,14 @@ bool gzipCompress(std::string_view in, int level, std::string& out) {
 }
 
 struct HttpServer::Handlers {
-  Handlers(const Options& opts, Scraper& scraper)
+  Handlers(const Options& opts, Scraper& scraper, const controller::ControllerApi* c)
       : metrics(scraper, opts.gzipLevel),
         healthy([] { return std::pair<int, std::string>(200, "Healthy\n"); }),
         ready([&scraper] {
           return scraper.ready() ? std::pair<int, std::string>(200, "Ready\n")
                                  : std::pair<int, std::string>(503, "Not ready\n");
         }),
-        api(scraper),
+        api(scraper, c),
         landing(opts, scraper) {}
   MetricsHandler metrics;
   TextHandler healthy;
@@ -174,8 +233,9 @@ struct HttpServer::Handlers {
   LandingHandler landing;
 };
 
-HttpServer::HttpServer(const Options& opts, Scraper& scraper) {
-  handlers_ = std::make_unique<Handlers>(opts, scraper);
+HttpServer::HttpServer(const Options& opts, Scraper& scraper,
+                       const controller::ControllerApi* controllerApi) {
+  handlers_ = std::make_unique<Handlers>(opts, scraper, controllerApi);
   std::vector<std::string> options = {
       "listening_ports", civetListeningPort(opts.listenAddress),
       "num_threads", std::to_string(opts.webThreads),

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "controller/api.h"
 #include "exporter/flags.h"
 #include "exporter/scraper.h"
 
@@ -21,7 +22,8 @@ namespace memcg {
 class HttpServer {
  public:
   /// Starts serving. Throws std::runtime_error if the port cannot be bound.
-  HttpServer(const Options& opts, Scraper& scraper);
+  HttpServer(const Options& opts, Scraper& scraper,
+             const controller::ControllerApi* controllerApi = nullptr);
   ~HttpServer();
 
   /// The port actually bound (useful with port 0).

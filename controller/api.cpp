@@ -1,0 +1,174 @@
+#include "controller/api.h"
+
+#include "common/file.h"
+
+#include <fstream>
+#include <stdexcept>
+
+#include "common/log.h"
+
+namespace memcg::controller {
+namespace {
+
+/// Compares without leaking the position of the first difference.
+bool constantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+/// A non-negative integer field; false with `why` set when present but bad.
+bool uintField(const nlohmann::json& j, const char* name, bool required, uint64_t& out,
+               std::string& why) {
+  if (!j.contains(name)) {
+    if (required) why = std::string("missing field ") + name;
+    return !required;
+  }
+  const auto& v = j[name];
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+    why = std::string(name) + " must be a non-negative integer (bytes)";
+    return false;
+  }
+  out = v.get<uint64_t>();
+  return true;
+}
+
+bool cgroupField(const nlohmann::json& j, std::string& out, std::string& why) {
+  if (!j.contains("cgroup") || !j["cgroup"].is_string()) {
+    why = "missing string field cgroup";
+    return false;
+  }
+  out = j["cgroup"].get<std::string>();
+  if (out.empty() || out.front() != '/' || out.size() > 4096 ||
+      out.find('\0') != std::string::npos || out.find("/../") != std::string::npos ||
+      (out.size() >= 3 && out.compare(out.size() - 3, 3, "/..") == 0)) {
+    why = "cgroup must be a label like \"/a/b\"";
+    return false;
+  }
+  return true;
+}
+
+std::optional<nlohmann::json> parseObject(const std::string& body, std::string& why) {
+  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    why = "body is not valid JSON";
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    why = "body must be a JSON object";
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+HttpResult jsonError(int status, std::string_view reason) {
+  nlohmann::json j = {{"error", std::string(reason)}};
+  return HttpResult{status, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+int statusFor(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kBadInput: return 400;
+    case ErrorKind::kForbidden: return 403;
+    case ErrorKind::kNotFound: return 404;
+    case ErrorKind::kConflict: return 409;
+    case ErrorKind::kDisabled: return 503;
+    case ErrorKind::kInternal: return 500;
+  }
+  return 500;
+}
+
+ControllerApi::ControllerApi(Controller* controller, std::string token)
+    : controller_(controller), token_(std::move(token)) {}
+
+std::string ControllerApi::readTokenFile(const std::string& path) {
+  auto text = readWholeFile(path);
+  if (!text.ok()) {
+    throw std::runtime_error("--controller.token-file: cannot read: " + text.error().message());
+  }
+  std::string_view first = *text;
+  first = first.substr(0, first.find('\n'));
+  std::string t(trim(first));
+  if (t.empty()) throw std::runtime_error("--controller.token-file: empty token in " + path);
+  return t;
+}
+
+std::optional<HttpResult> ControllerApi::authorize(const std::string& authHeader,
+                                                   bool mutating) const {
+  if (token_.empty()) {
+    if (mutating) return jsonError(403, "mutating endpoints need --controller.token-file");
+    return std::nullopt;
+  }
+  std::string_view h = trim(authHeader);
+  constexpr std::string_view kBearer = "Bearer ";
+  if (h.size() <= kBearer.size() || h.substr(0, kBearer.size()) != kBearer) {
+    return jsonError(401, "missing or malformed Authorization: Bearer <token>");
+  }
+  if (!constantTimeEquals(trim(h.substr(kBearer.size())), token_)) {
+    return jsonError(403, "invalid token");
+  }
+  return std::nullopt;
+}
+
+HttpResult ControllerApi::handleProtect(const std::string& body,
+                                        const std::string& authHeader) const {
+  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
+  if (auto e = authorize(authHeader, true)) return *e;
+  std::string why;
+  auto j = parseObject(body, why);
+  if (!j) return jsonError(400, why);
+  Protection p;
+  if (!cgroupField(*j, p.cgroup, why) ||
+      !uintField(*j, "start_margin_bytes", true, p.startMarginBytes, why) ||
+      !uintField(*j, "target_margin_bytes", true, p.targetMarginBytes, why) ||
+      !uintField(*j, "floor_bytes", false, p.floorBytes, why)) {
+    return jsonError(400, why);
+  }
+  if (auto err = controller_->protect(p)) return jsonError(statusFor(err->kind), err->message);
+  nlohmann::json ok = {{"status", "protected"},
+                       {"cgroup", p.cgroup},
+                       {"start_margin_bytes", p.startMarginBytes},
+                       {"target_margin_bytes", p.targetMarginBytes},
+                       {"dry_run", controller_->options().dryRun}};
+  return HttpResult{200, ok.dump()};
+}
+
+HttpResult ControllerApi::handleUnprotect(const std::string& body,
+                                          const std::string& authHeader) const {
+  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
+  if (auto e = authorize(authHeader, true)) return *e;
+  std::string why;
+  auto j = parseObject(body, why);
+  if (!j) return jsonError(400, why);
+  std::string cgroup;
+  if (!cgroupField(*j, cgroup, why)) return jsonError(400, why);
+  if (auto err = controller_->unprotect(cgroup)) {
+    return jsonError(statusFor(err->kind), err->message);
+  }
+  nlohmann::json ok = {{"status", "unprotected"}, {"cgroup", cgroup}};
+  return HttpResult{200, ok.dump()};
+}
+
+HttpResult ControllerApi::handleState(const std::string& authHeader) const {
+  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
+  if (auto e = authorize(authHeader, false)) return *e;
+  return HttpResult{200, controller_->state().dump(-1, ' ', false,
+                                                   nlohmann::json::error_handler_t::replace)};
+}
+
+}  // namespace memcg::controller

@@ -1,0 +1,186 @@
+// The embedded controller: keeps a free margin below a protected cgroup's
+// limit by reclaiming in the background, off the workload's own path (seeds
+// 000/001; issue 4).
+//
+// Protection {cgroup, start margin, target margin, floor}, all in bytes: when
+// limit - usage falls below the start margin, reclaim until it is back at the
+// target margin (seed 000's low/high watermarks), never taking usage below the
+// floor. "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high
+// (v2); a cgroup without one cannot be protected (409). Percentages are not
+// accepted: convert with the limit (bytes are what the kernel acts on).
+//
+// Threads: a waiter and an actuation worker; nothing runs inside a scrape.
+//   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
+//            limit - start margin (re-armed when the limit changes), or on v2
+//            memory.events (POLLPRI); plus a polling fallback every
+//            poll-interval (50 ms) that reads usage and limit. A crossing
+//            queues the cgroup once (one protection at a time per cgroup).
+//   worker   runs an episode: up to max-nudges actuations (actuator.h) until
+//            the target margin is reached, bounded by a bytes-per-second
+//            token bucket and a CPU budget over 1 s windows; then a cooldown.
+// Trigger-to-reclaim latency = waiter wake (eventfd or poll) -> return of the
+// reclaiming write of the episode's first actuation.
+//
+// Safety: nothing is written unless enabled; dry-run logs, audits and counts
+// what it would do (usage thresholds are still registered: that changes no
+// limit); the root and labels not whole-matching --controller.allow are never
+// written (checked here and again in the actuator); every action goes to the
+// audit log and to metrics; v1 nudges are journaled and a crash is undone at
+// the next start (also when the controller is disabled: recoverJournal()).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/discovery.h"
+#include "common/fd.h"
+#include "controller/actuator.h"
+#include "controller/audit_log.h"
+#include "controller/journal.h"
+#include "controller/options.h"
+#include "metrics/metric.h"
+
+namespace memcg::controller {
+
+struct Protection {
+  std::string cgroup;              ///< label, "/a/b"
+  uint64_t startMarginBytes = 0;   ///< reclaim when limit - usage < this
+  uint64_t targetMarginBytes = 0;  ///< ... until limit - usage >= this
+  uint64_t floorBytes = 0;         ///< 0 = ControllerOptions::floorBytes
+};
+
+enum class ErrorKind { kBadInput, kForbidden, kNotFound, kConflict, kDisabled, kInternal };
+
+struct OpError {
+  ErrorKind kind;
+  std::string message;
+};
+
+/// What a journal replay did.
+struct RecoveryReport {
+  size_t pending = 0;
+  size_t restored = 0;
+  size_t conflicts = 0;  ///< limit changed since, or cgroup recreated: left alone
+  size_t failed = 0;     ///< kept in the journal for the next start
+};
+
+/// Replays the journal at `opts.journal` if it exists (restoring every limit
+/// a crash left lowered) and compacts it. For start-up when the controller is
+/// disabled; the Controller does the same itself. Never throws.
+RecoveryReport recoverJournal(const ControllerOptions& opts);
+
+class Controller {
+ public:
+  /// Start-up: validates the options (std::invalid_argument), opens the
+  /// journal and the audit log (std::runtime_error), and replays the
+  /// journal. `seams` is for tests (fault injection, hooks); its `allowed`
+  /// is replaced by the allow-list.
+  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {});
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  /// Starts the waiter and the worker. Idempotent.
+  void start();
+  /// Stops and joins them. Idempotent; also done by the destructor.
+  void stop();
+
+  std::optional<OpError> protect(const Protection& p);
+  std::optional<OpError> unprotect(const std::string& cgroup);
+
+  /// JSON for GET /api/v1/controller/state.
+  nlohmann::json state() const;
+
+  /// Self-metrics (see describe()); cheap, never blocks on cgroupfs.
+  void collect(metrics::Sink& sink) const;
+  std::vector<const metrics::Desc*> describe() const;
+
+  /// Root and outside the allow-list: false.
+  bool allowed(std::string_view cgroup) const;
+  const ControllerOptions& options() const { return opts_; }
+  const RecoveryReport& startupRecovery() const { return recovery_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Prot;
+  struct Counters {
+    std::map<std::pair<std::string, std::string>, uint64_t> actions;  // (actuator, result)
+    std::map<std::string, uint64_t> reclaimed;                          // actuator
+  };
+
+  struct Reading {
+    bool ok = false;
+    bool gone = false;
+    uint64_t usage = 0;
+    bool unlimited = true;
+    uint64_t limit = 0;
+  };
+  Reading readUsage(const Prot& p, std::string& buf) const;
+
+  void waiterLoop();
+  void workerLoop();
+  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, bool fired,
+             std::string& buf, bool& retrySoon);
+  void rearm(const std::shared_ptr<Prot>& p, uint64_t limit);
+  void episode(const std::shared_ptr<Prot>& p);
+  void record(const Prot& p, const ReclaimResult& r, bool first);
+  void wakeWaiter();
+  std::shared_ptr<const cgroupfs::CgroupDir> resolve(const std::string& cgroup);
+  void updateCpu(std::atomic<double>& slot);
+
+  ControllerOptions opts_;
+  Discovery& discovery_;
+  bool v2_ = false;
+  std::optional<std::regex> allow_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<Actuator> actuator_;
+  RecoveryReport recovery_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::map<std::string, std::shared_ptr<Prot>> prots_;
+  std::map<uint64_t, std::shared_ptr<Prot>> byId_;
+  uint64_t nextId_ = 1;
+  std::map<std::string, Counters> counters_;
+  std::vector<uint64_t> latencyBuckets_;  // non-cumulative, one per bound + overflow
+  uint64_t latencyCount_ = 0;
+  double latencySum_ = 0;
+  uint64_t dryRunActions_ = 0;
+  uint64_t journalRestores_ = 0;
+  std::map<std::string, uint64_t> throttled_;  // reason
+  std::deque<std::shared_ptr<Prot>> queue_;
+  std::condition_variable cv_;
+
+  // Budgets (worker only).
+  double tokens_ = 0;
+  Clock::time_point tokensAt_{};
+  double cpuWindowStart_ = 0;
+  Clock::time_point windowAt_{};
+
+  std::atomic<double> waiterCpu_{0};
+  std::atomic<double> workerCpu_{0};
+  std::atomic<bool> stop_{false};
+  bool started_ = false;
+  Fd epoll_;
+  Fd wake_;
+  std::thread waiter_;
+  std::thread worker_;
+
+  metrics::Desc dProtected_, dReclaimed_, dActions_, dLatency_, dCpu_, dDryRun_, dRestores_,
+      dThrottled_, dEnabled_;
+};
+
+std::string_view errorKindName(ErrorKind k);
+
+}  // namespace memcg::controller

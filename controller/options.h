@@ -1,0 +1,40 @@
+// Options of the embedded controller, filled from --controller.* flags.
+//
+// Nothing is ever written to cgroupfs unless `enable` is set, the cgroup label
+// matches `allow` (whole match) and is not the root, and a protection was asked
+// for through the API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memcg::controller {
+
+struct ControllerOptions {
+  bool enable = false;          ///< --controller.enable
+  bool dryRun = false;          ///< --controller.dry-run: log and count, never write
+  std::string allow;            ///< --controller.allow: regex on the cgroup label; empty = none
+  std::string tokenFile;        ///< --controller.token-file: bearer token for mutating endpoints
+  std::string journal = "/var/lib/memcg_exporter/controller.journal";  ///< --controller.journal
+  std::string auditLog;         ///< --controller.audit-log: JSON lines; empty = log only
+
+  // Tunables (flags optional; defaults fit seed 000).
+  uint64_t floorBytes = 16ull << 20;  ///< never reclaim a cgroup below this usage
+  uint64_t maxStepBytes = 256ull << 20;  ///< at most this much per limit nudge
+  int cooldownMs = 5;           ///< quiet time after an episode for a cgroup
+  int pollIntervalMs = 50;      ///< fallback polling period (the eventfd is the fast path)
+  int maxNudgesPerEpisode = 8;  ///< lower-and-restore pairs per trigger at most
+  double cpuBudget = 0.5;       ///< controller worker CPU, fraction of one CPU per 1 s window
+  uint64_t maxBytesPerSecond = 8ull << 30;  ///< reclaim rate cap (token bucket, 1 s burst)
+  /// Scheduling policy of the waiter/worker threads: "other", "batch" or
+  /// "idle". Whatever it is, each lower-and-restore pair (v1) and each
+  /// memory.reclaim write (v2) runs under SCHED_OTHER: measured here, SCHED_IDLE
+  /// starves on a busy host (one nudge took 235 ms wall for 2 ms CPU).
+  std::string schedPolicy = "other";
+  int v2Swappiness = -1;
+  /// Keep a v1 nudge's journal entry armed while {original, lowered} stay the
+  /// same (one fdatasync per protection instead of per nudge; journal.h).
+  bool journalKeepArmed = true;        ///< memory.reclaim swappiness=; -1 = kernel default
+};
+
+}  // namespace memcg::controller

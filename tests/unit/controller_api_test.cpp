@@ -1,0 +1,122 @@
+// The JSON handlers: auth, validation, status codes, and the happy path.
+#include <gtest/gtest.h>
+
+#include "controller/api.h"
+#include "tests/unit/controller_fixture.h"
+
+namespace memcg::controller {
+namespace {
+
+using testing::MiB;
+
+class ControllerApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::makeV1(t_, "a", 256 * MiB, 100 * MiB, 90 * MiB);
+    t_.mkdir("memory/unlim");
+    t_.write("memory/unlim/cgroup.procs", "");
+    t_.write("memory/unlim/memory.limit_in_bytes", "9223372036854771712\n");
+    t_.write("memory/unlim/memory.usage_in_bytes", "1\n");
+    DiscoveryOptions d;
+    d.cgroupfsRoot = t_.root();
+    d.procfsRoot = t_.path("noproc");
+    discovery_ = std::make_unique<Discovery>(d);
+    ASSERT_TRUE(discovery_->refresh().ok());
+    ControllerOptions o;
+    o.enable = true;
+    o.allow = "/a|/unlim|/missing";
+    o.journal = t_.path("journal");
+    controller_ = std::make_unique<Controller>(o, *discovery_);
+  }
+  static std::string err(const HttpResult& r) {
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_object() && j.contains("error") ? j["error"].get<std::string>() : "";
+  }
+
+  testing::TempTree t_;
+  std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<Controller> controller_;
+  const std::string auth_ = "Bearer s3cret";
+};
+
+TEST_F(ControllerApiTest, DisabledIs503) {
+  ControllerApi api(nullptr, "s3cret");
+  EXPECT_EQ(api.handleProtect("{}", auth_).status, 503);
+  EXPECT_EQ(api.handleUnprotect("{}", auth_).status, 503);
+  auto r = api.handleState(auth_);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_FALSE(err(r).empty());
+}
+
+TEST_F(ControllerApiTest, Auth) {
+  ControllerApi api(controller_.get(), "s3cret");
+  std::string body = R"({"cgroup":"/a","start_margin_bytes":1,"target_margin_bytes":2})";
+  EXPECT_EQ(api.handleProtect(body, "").status, 401);
+  EXPECT_EQ(api.handleProtect(body, "Basic abc").status, 401);
+  EXPECT_EQ(api.handleProtect(body, "Bearer ").status, 401);
+  EXPECT_EQ(api.handleProtect(body, "Bearer wrong").status, 403);
+  EXPECT_EQ(api.handleProtect(body, "Bearer s3cre").status, 403);
+  EXPECT_EQ(api.handleState("").status, 401);
+  EXPECT_EQ(api.handleState(auth_).status, 200);
+  ControllerApi noToken(controller_.get(), "");
+  EXPECT_EQ(noToken.handleProtect(body, auth_).status, 403);
+  EXPECT_EQ(noToken.handleUnprotect(R"({"cgroup":"/a"})", auth_).status, 403);
+  EXPECT_EQ(noToken.handleState("").status, 200);
+}
+
+TEST_F(ControllerApiTest, BadInputIs400) {
+  ControllerApi api(controller_.get(), "s3cret");
+  for (const char* b : {"", "not json", "[1,2]", "{}", R"({"cgroup":5})",
+                        R"({"cgroup":"a","start_margin_bytes":1,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a/../x","start_margin_bytes":1,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a","target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":-1,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":"1","target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":1.5,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":5,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":0,"target_margin_bytes":2})",
+                        R"({"cgroup":"/a","start_margin_bytes":1,"target_margin_bytes":2,"floor_bytes":true})"}) {
+    auto r = api.handleProtect(b, auth_);
+    EXPECT_EQ(r.status, 400) << b;
+    EXPECT_FALSE(err(r).empty()) << b;
+  }
+  EXPECT_EQ(api.handleUnprotect("{}", auth_).status, 400);
+  EXPECT_EQ(api.handleUnprotect("nope", auth_).status, 400);
+}
+
+TEST_F(ControllerApiTest, ProtectUnprotectFlow) {
+  ControllerApi api(controller_.get(), "s3cret");
+  auto p = [&](const std::string& cg, uint64_t s, uint64_t t) {
+    nlohmann::json j = {{"cgroup", cg}, {"start_margin_bytes", s}, {"target_margin_bytes", t}};
+    return api.handleProtect(j.dump(), auth_);
+  };
+  EXPECT_EQ(p("/", 64 * MiB, 128 * MiB).status, 403);
+  EXPECT_EQ(p("/elsewhere", 64 * MiB, 128 * MiB).status, 403);
+  EXPECT_EQ(p("/missing", 64 * MiB, 128 * MiB).status, 404);
+  EXPECT_EQ(p("/unlim", 64 * MiB, 128 * MiB).status, 409);
+  auto ok = p("/a", 64 * MiB, 128 * MiB);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(p("/a", 64 * MiB, 128 * MiB).status, 200);  // idempotent
+  auto conflict = p("/a", 32 * MiB, 128 * MiB);
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_NE(err(conflict).find("already protected"), std::string::npos);
+  auto st = api.handleState(auth_);
+  ASSERT_EQ(st.status, 200);
+  auto j = nlohmann::json::parse(st.body);
+  ASSERT_EQ(j["protections"].size(), 1u);
+  EXPECT_EQ(j["protections"][0]["start_margin_bytes"], 64 * MiB);
+  EXPECT_EQ(j["mode"], "v1");
+  EXPECT_EQ(api.handleUnprotect(R"({"cgroup":"/a"})", auth_).status, 200);
+  EXPECT_EQ(api.handleUnprotect(R"({"cgroup":"/a"})", auth_).status, 404);
+}
+
+TEST_F(ControllerApiTest, TokenFile) {
+  t_.write("tok", "  abc123 \nsecond line\n");
+  EXPECT_EQ(ControllerApi::readTokenFile(t_.path("tok")), "abc123");
+  t_.write("empty", "\n");
+  EXPECT_THROW(ControllerApi::readTokenFile(t_.path("empty")), std::runtime_error);
+  EXPECT_THROW(ControllerApi::readTokenFile(t_.path("none")), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace memcg::controller

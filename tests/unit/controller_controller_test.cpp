@@ -1,0 +1,217 @@
+// The controller on a v1 fixture tree (polling: a regular file never
+// signals): validation, an episode that reaches the target margin, dry-run,
+// the allow-list, metrics, audit log, and the journal replay at start-up.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "controller/controller.h"
+#include "tests/unit/controller_fixture.h"
+
+namespace memcg::controller {
+namespace {
+
+using testing::MiB;
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::makeV1(t_, "a", 256 * MiB, 100 * MiB, 90 * MiB);
+    t_.mkdir("memory/a/b");
+    t_.write("memory/a/b/cgroup.procs", "");
+    t_.write("memory/a/b/memory.limit_in_bytes", "9223372036854771712\n");
+    t_.write("memory/a/b/memory.usage_in_bytes", "1\n");
+    t_.mkdir("memory/other");
+    t_.write("memory/other/cgroup.procs", "");
+    t_.write("memory/other/memory.limit_in_bytes", std::to_string(256 * MiB) + "\n");
+    t_.write("memory/other/memory.usage_in_bytes", std::to_string(255 * MiB) + "\n");
+    DiscoveryOptions d;
+    d.cgroupfsRoot = t_.root();
+    d.procfsRoot = t_.path("noproc");
+    discovery_ = std::make_unique<Discovery>(d);
+    ASSERT_TRUE(discovery_->refresh().ok());
+    opts_.enable = true;
+    opts_.allow = "/a(/.*)?";
+    opts_.journal = t_.path("journal");
+    opts_.auditLog = t_.path("audit.jsonl");
+    opts_.pollIntervalMs = 5;
+    opts_.cooldownMs = 1;
+    opts_.floorBytes = 16 * MiB;
+  }
+  /// Seams: record limit writes; lowering the limit "reclaims" (the fixture's
+  /// usage follows the lowered limit, as the kernel's would).
+  ActuatorOptions seams() {
+    ActuatorOptions o;
+    o.faultInjector = [this](std::string_view f, std::string_view text) {
+      std::lock_guard<std::mutex> g(mu_);
+      writes_.push_back(std::string(f) + "=" + std::string(text));
+      if (f == "memory.limit_in_bytes" && text != std::to_string(256 * MiB)) {
+        t_.write("memory/a/memory.usage_in_bytes", std::string(text) + "\n");
+      }
+      return 0;
+    };
+    return o;
+  }
+  size_t limitWrites() {
+    std::lock_guard<std::mutex> g(mu_);
+    size_t n = 0;
+    for (auto& w : writes_) n += w.rfind("memory.limit_in_bytes", 0) == 0;
+    return n;
+  }
+  static double value(const metrics::Sink& s, const std::string& name,
+                      std::string_view label2 = {}) {
+    double v = 0;
+    for (const auto& f : s.families()) {
+      if (f.desc->name != name) continue;
+      for (const auto& smp : f.samples) {
+        if (label2.empty() || smp.values[2] == label2) v += smp.value;
+      }
+      for (const auto& h : f.histograms) v += static_cast<double>(h.count);
+    }
+    return v;
+  }
+  bool waitFor(const std::function<bool()>& pred, int ms = 3000) {
+    for (int i = 0; i < ms / 5; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+  }
+
+  testing::TempTree t_;
+  std::unique_ptr<Discovery> discovery_;
+  ControllerOptions opts_;
+  std::mutex mu_;
+  std::vector<std::string> writes_;
+};
+
+TEST_F(ControllerTest, ValidatesProtections) {
+  Controller c(opts_, *discovery_, seams());
+  auto kind = [&](Protection p) {
+    auto e = c.protect(p);
+    return e ? e->kind : ErrorKind::kInternal;
+  };
+  EXPECT_EQ(kind({"a", 1, 2, 0}), ErrorKind::kBadInput);
+  EXPECT_EQ(kind({"/a", 0, 2, 0}), ErrorKind::kBadInput);
+  EXPECT_EQ(kind({"/a", 64 * MiB, 64 * MiB, 0}), ErrorKind::kBadInput);
+  EXPECT_EQ(kind({"/a", 64 * MiB, 300 * MiB, 0}), ErrorKind::kBadInput);  // >= limit
+  EXPECT_EQ(kind({"/", 64 * MiB, 128 * MiB, 0}), ErrorKind::kForbidden);
+  EXPECT_EQ(kind({"/other", 64 * MiB, 128 * MiB, 0}), ErrorKind::kForbidden);
+  EXPECT_EQ(kind({"/a/nope", 64 * MiB, 128 * MiB, 0}), ErrorKind::kNotFound);
+  EXPECT_EQ(kind({"/a/b", 64 * MiB, 128 * MiB, 0}), ErrorKind::kConflict);  // unlimited
+  EXPECT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  EXPECT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));  // idempotent
+  EXPECT_EQ(kind({"/a", 32 * MiB, 128 * MiB, 0}), ErrorKind::kConflict);
+  EXPECT_EQ(c.unprotect("/other")->kind, ErrorKind::kNotFound);
+  EXPECT_FALSE(c.unprotect("/a"));
+  EXPECT_EQ(limitWrites(), 0u);  // not started: nothing written
+}
+
+TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
+  Controller c(opts_, *discovery_, seams());
+  c.start();
+  ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(limitWrites(), 0u);  // margin 156 MiB >= start 64 MiB
+  // Usage creeps up to 200 MiB: margin 56 MiB < 64 MiB -> reclaim to 128 MiB margin.
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
+  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ASSERT_GE(writes_.size(), 2u);
+    EXPECT_EQ(writes_[writes_.size() - 2], "memory.limit_in_bytes=" + std::to_string(128 * MiB));
+    EXPECT_EQ(writes_.back(), "memory.limit_in_bytes=" + std::to_string(256 * MiB));
+  }
+  EXPECT_EQ(limitWrites(), 2u);  // target reached: one pair only
+  EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB));
+  metrics::Sink s;
+  c.collect(s);
+  EXPECT_EQ(value(s, "memcg_controller_protected_cgroups"), 1);
+  EXPECT_EQ(value(s, "memcg_controller_actions_total", "ok"), 1);
+  EXPECT_EQ(value(s, "memcg_controller_reclaimed_bytes_total"), 72.0 * MiB);
+  EXPECT_EQ(value(s, "memcg_controller_trigger_to_reclaim_seconds"), 1);
+  auto st = c.state();
+  ASSERT_EQ(st["protections"].size(), 1u);
+  EXPECT_EQ(st["protections"][0]["cgroup"], "/a");
+  EXPECT_EQ(st["protections"][0]["last_result"], "ok");
+  EXPECT_EQ(st["protections"][0]["wake"], "poll");
+  c.stop();
+  std::string audit = t_.read("audit.jsonl");
+  EXPECT_NE(audit.find("\"event\":\"protect\""), std::string::npos);
+  EXPECT_NE(audit.find("\"event\":\"reclaim\""), std::string::npos);
+  EXPECT_EQ(audit.find("/other"), std::string::npos);
+}
+
+TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {
+  opts_.dryRun = true;
+  Controller c(opts_, *discovery_, seams());
+  c.start();
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(250 * MiB) + "\n");
+  ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  metrics::Sink s;
+  ASSERT_TRUE(waitFor([&] {
+    metrics::Sink x;
+    c.collect(x);
+    return value(x, "memcg_controller_dry_run_actions_total") >= 1;
+  }));
+  c.stop();
+  EXPECT_EQ(limitWrites(), 0u);
+  EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB) + "\n");
+  EXPECT_NE(t_.read("audit.jsonl").find("\"would_reclaim_bytes\":" + std::to_string(122 * MiB)),
+            std::string::npos);
+}
+
+TEST_F(ControllerTest, RemovedCgroupIsDropped) {
+  Controller c(opts_, *discovery_, seams());
+  c.start();
+  ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  // cgroup.procs vanishing is how a removed cgroup reads in a fixture.
+  for (auto f : {"cgroup.procs", "memory.usage_in_bytes", "memory.limit_in_bytes"}) {
+    ::unlink(t_.path(std::string("memory/a/") + f).c_str());
+  }
+  // The cached fds still read; the poll keeps going. Unprotect works anyway.
+  EXPECT_FALSE(c.unprotect("/a"));
+}
+
+TEST_F(ControllerTest, StartupReplaysTheJournal) {
+  // A crash left /a lowered to 128 MiB from 256 MiB.
+  {
+    auto j = Journal::open(opts_.journal);
+    auto d = cgroupfs::CgroupDir::open(t_.path("memory/a"));
+    JournalEntry e;
+    e.cgroup = "/a";
+    e.dir = t_.path("memory/a");
+    e.inode = (*d)->inode();
+    e.original = 256 * MiB;
+    e.lowered = 128 * MiB;
+    ASSERT_TRUE((*j)->record(e).ok());
+  }
+  t_.write("memory/a/memory.limit_in_bytes", std::to_string(128 * MiB) + "\n");
+  Controller c(opts_, *discovery_, seams());
+  EXPECT_EQ(c.startupRecovery().restored, 1u);
+  EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB));
+  metrics::Sink s;
+  c.collect(s);
+  EXPECT_EQ(value(s, "memcg_controller_journal_restores_total"), 1);
+  auto j = Journal::open(opts_.journal);
+  EXPECT_TRUE((*j)->pending().empty());
+  // The disabled-controller path: nothing pending, nothing done.
+  EXPECT_EQ(recoverJournal(opts_).pending, 0u);
+}
+
+TEST_F(ControllerTest, BadOptionsThrow) {
+  ControllerOptions o = opts_;
+  o.allow = "(";
+  EXPECT_THROW(Controller(o, *discovery_), std::invalid_argument);
+  o = opts_;
+  o.journal = "/nonexistent-dir-memcg/j";
+  EXPECT_THROW(Controller(o, *discovery_), std::runtime_error);
+  o = opts_;
+  o.schedPolicy = "fifo";
+  EXPECT_THROW(Controller(o, *discovery_), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace memcg::controller

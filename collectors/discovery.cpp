@@ -40,18 +40,6 @@ std::string unescapeMount(std::string_view s) {
   return out;
 }
 
-bool hasOption(std::string_view opts, std::string_view want) {
-  std::string_view rest = opts;
-  while (!rest.empty()) {
-    size_t c = rest.find(',');
-    std::string_view o = rest.substr(0, c);
-    if (o == want) return true;
-    if (c == std::string_view::npos) break;
-    rest.remove_prefix(c + 1);
-  }
-  return false;
-}
-
 bool under(const std::string& path, const std::string& root) {
   if (root == "/") return true;
   return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
@@ -134,7 +122,7 @@ Result<MountLayout> detectLayout(const std::string& cgroupfsRootIn,
     if (!mounts) return mounts.error();
     for (const auto& m : *mounts) {
       if (!under(m.mountPoint, root)) continue;
-      if (m.fsType == "cgroup" && v1Memory.empty() && hasOption(m.superOptions, "memory")) {
+      if (m.fsType == "cgroup" && v1Memory.empty() && listContains(m.superOptions, "memory")) {
         v1Memory = m.mountPoint;
       } else if (m.fsType == "cgroup2" && unified.empty()) {
         unified = m.mountPoint;

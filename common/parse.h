@@ -63,4 +63,16 @@ inline bool nextToken(std::string_view& rest, std::string_view& token) {
   return true;
 }
 
+/// True if `item` is one of the comma-separated entries of `list`
+/// ("rw,memory", the controllers of /proc/<pid>/cgroup).
+inline bool listContains(std::string_view list, std::string_view item) {
+  while (!list.empty()) {
+    size_t c = list.find(',');
+    if (list.substr(0, c) == item) return true;
+    if (c == std::string_view::npos) break;
+    list.remove_prefix(c + 1);
+  }
+  return false;
+}
+
 }  // namespace memcg

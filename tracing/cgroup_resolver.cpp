@@ -2,23 +2,10 @@
 
 #include <sys/stat.h>
 
-#include "common/parse.h"
 #include "common/file.h"
+#include "common/parse.h"
 
 namespace memcg::tracing {
-
-namespace {
-bool listHas(std::string_view list, std::string_view item) {
-  while (!list.empty()) {
-    size_t c = list.find(',');
-    std::string_view tok = list.substr(0, c);
-    if (tok == item) return true;
-    if (c == std::string_view::npos) break;
-    list.remove_prefix(c + 1);
-  }
-  return false;
-}
-}  // namespace
 
 std::optional<std::string_view> parseProcCgroup(std::string_view text, int hierarchy_id) {
   std::string_view line;
@@ -33,7 +20,7 @@ std::optional<std::string_view> parseProcCgroup(std::string_view text, int hiera
     std::string_view path = trimRight(line.substr(c2 + 1));
     if (hierarchy_id == 0) {
       if (*id == 0 && ctrls.empty()) return path;
-    } else if (*id == hierarchy_id || listHas(ctrls, "memory")) {
+    } else if (*id == hierarchy_id || listContains(ctrls, "memory")) {
       return path;
     }
   }

@@ -381,7 +381,10 @@ ReclaimResult Actuator::v2Reclaim(const CgroupDir& dir, const ReclaimRequest& re
   uint64_t progress = r.usageBefore > r.usageAfter ? r.usageBefore - r.usageAfter : 0;
   if (err == 0) {
     r.outcome = Outcome::kOk;
-    r.reclaimed = want;  // the kernel returns success only once it reclaimed >= want
+    // Success means the kernel reclaimed at least `want`; it often reclaims
+    // more (whole batches: ~1.6x on 6.1, seen in the qemu lane), which the
+    // usage drop across the write shows (a lower bound: charges go on).
+    r.reclaimed = std::max(want, progress);
   } else if (err == EAGAIN) {
     r.reclaimed = std::min(progress, want);
     r.outcome = r.reclaimed > 0 ? Outcome::kPartial : Outcome::kBusy;

@@ -191,7 +191,8 @@ Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOpt
                           "Cgroups under controller protection.");
   dReclaimed_ = cgroupCounter("memcg_controller_reclaimed_bytes_total",
                               "Bytes reclaimed by the controller, by actuator (v1: usage before "
-                              "minus the lowered limit; v2: as memory.reclaim reports).",
+                              "minus the lowered limit; v2: the larger of what memory.reclaim "
+                              "was asked for and the usage drop across the write; both lower bounds).",
                               {"actuator"});
   dActions_ = cgroupCounter("memcg_controller_actions_total",
                             "Controller actuations by actuator and result (ok, partial, busy, "

@@ -262,6 +262,12 @@ install -m 0644 "${GUEST_DIR}/lib.sh" "${rootfs}/tests/lib.sh"
 for t in "${GUEST_DIR}"/test_*.sh; do
   install -m 0644 "${t}" "${rootfs}/tests/${t##*/}"
 done
+# The host kernel's event formats (the tracing unit tests' fixtures): the
+# tracing test reports which of the guest kernel's formats differ from them.
+if [[ -d "${REPO_ROOT}/tests/fixtures/tracefs/events" ]]; then
+  mkdir -p "${rootfs}/tests/host_formats"
+  cp -r "${REPO_ROOT}/tests/fixtures/tracefs/events/." "${rootfs}/tests/host_formats/"
+fi
 printf '127.0.0.1 localhost\n' >"${rootfs}/etc/hosts"
 printf 'hosts: files\n' >"${rootfs}/etc/nsswitch.conf"
 printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"${rootfs}/etc/passwd"

@@ -76,7 +76,7 @@ ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 
 for t in /tests/test_*.sh; do
   [ -f "${t}" ] || continue
-  mt_info "running ${t##*/}"
+  mt_info "running ${t##*/} at uptime $(uptime_s)s"
   # shellcheck source=/dev/null
   (. "${t}")
 done

@@ -84,3 +84,90 @@ scrape() {
   rm -f "$2"
   timeout 30 wget -q -O "$2" "$1" 2>/dev/null && [ -s "$2" ]
 }
+
+# --- exporter processes (test_20, test_30) -------------------------------------------
+# start_exporter PORT LOG ARGS...: starts /usr/bin/memcg_exporter on
+# 127.0.0.1:PORT (cgroupfs /sys/fs/cgroup, procfs /proc) with ARGS, logging to
+# LOG, and waits up to 60 s for /metrics. Sets EXPORTER_PID; true once it answers.
+start_exporter() {
+  _port="$1"; _log="$2"; shift 2
+  /usr/bin/memcg_exporter --web.listen-address="127.0.0.1:${_port}" \
+    --path.cgroupfs=/sys/fs/cgroup --path.procfs=/proc "$@" >"${_log}" 2>&1 &
+  EXPORTER_PID=$!
+  _i=0
+  while [ "${_i}" -lt 120 ]; do
+    scrape "http://127.0.0.1:${_port}/metrics" "/tmp/.start_${_port}" && return 0
+    kill -0 "${EXPORTER_PID}" 2>/dev/null || return 1
+    sleep 0.5
+    _i=$((_i + 1))
+  done
+  return 1
+}
+
+# stop_exporter PID: SIGTERM, then wait (up to 20 s) until it has exited, so
+# the next exporter finds no tracefs instance or port of this one. True when
+# it exited in time.
+stop_exporter() {
+  kill "$1" 2>/dev/null || return 0
+  _i=0
+  while [ "${_i}" -lt 200 ]; do
+    # Exited (a zombie until reaped counts as exited).
+    _st="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)"
+    if [ -z "${_st}" ] || [ "${_st}" = Z ]; then
+      wait "$1" 2>/dev/null
+      return 0
+    fi
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  return 1
+}
+
+# wait_no_trace_instance: waits (up to 20 s) until no exporter's tracefs
+# instance is left (a previous test's exporter removes it on SIGTERM).
+wait_no_trace_instance() {
+  _i=0
+  while [ -d /sys/kernel/tracing/instances/memcg_exporter ] && [ "${_i}" -lt 200 ]; do
+    sleep 0.1
+    _i=$((_i + 1))
+  done
+  [ ! -d /sys/kernel/tracing/instances/memcg_exporter ]
+}
+
+# http_request PORT METHOD PATH TOKEN BODY OUT: one HTTP/1.0 request through
+# busybox nc (which, unlike wget, also returns the body of an error answer);
+# the whole answer goes to OUT, the body to OUT.body. Prints the status code.
+http_request() {
+  _port="$1"; _m="$2"; _p="$3"; _tok="$4"; _body="$5"; _out="$6"
+  {
+    printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n' "${_m}" "${_p}"
+    [ -n "${_tok}" ] && printf 'Authorization: Bearer %s\r\n' "${_tok}"
+    if [ -n "${_body}" ]; then
+      printf 'Content-Type: application/json\r\nContent-Length: %s\r\n' "${#_body}"
+    fi
+    printf '\r\n%s' "${_body}"
+  } | timeout 30 nc 127.0.0.1 "${_port}" >"${_out}" 2>/dev/null
+  tr -d '\r' <"${_out}" | awk 'b { print; next } /^$/ { b = 1 }' >"${_out}.body"
+  awk 'NR == 1 { print $2 }' "${_out}"
+}
+
+# drop_page_cache: write back and drop the clean page cache, so that the next
+# stream of the workload file starts from the disk and is charged to its cgroup
+# (not found in the cache charged to an earlier test's cgroup).
+drop_page_cache() {
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+}
+
+# uptime_s: seconds since boot, with centiseconds.
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+# elapsed T0 T1: T1 - T0 in seconds, one decimal.
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", b - a }'; }
+
+# stream_in_cgroup DIR FILE: cats FILE from inside cgroup DIR (bounded at
+# 150 s); prints the number of bytes read. The shell moves itself into DIR and
+# forks cat there (the trailing ":" keeps busybox sh from exec'ing it), so cat
+# is a child born in DIR: the tracer learns its cgroup from the fork event.
+stream_in_cgroup() {
+  timeout 150 sh -c "echo \$\$ >$1/cgroup.procs && cat $2 && :" | wc -c
+}

@@ -250,7 +250,9 @@ if [ "${exporter_up}" = 1 ]; then
   fi
   if kill -0 "${exporter_pid}" 2>/dev/null; then
     mt_pass exporter_still_running
-    kill "${exporter_pid}" 2>/dev/null
+    # Waits for the exit: the next test's exporter must not meet this one's
+    # tracefs instance.
+    stop_exporter "${exporter_pid}"
   else
     mt_fail exporter_still_running "the exporter exited during the tests"
     tail -n 20 /tmp/exporter.log | sed 's/^/MEMCG_LOG exporter: /'

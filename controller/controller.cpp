@@ -1,5 +1,7 @@
 #include "controller/controller.h"
 
+#include "tracing/tracer.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -541,6 +543,12 @@ void Controller::waiterLoop() {
 void Controller::workerLoop() {
   setThreadPolicy(opts_.schedPolicy);
   pthread_setname_np(pthread_self(), "memcg-ctl-act");
+  // The reclaim this thread causes (a v1 limit nudge reclaims in the writer;
+  // a v2 memory.reclaim write too) is traced under its tid: mark it as ours,
+  // so the vmscan metrics tell it apart from the workload's own reclaim.
+  const auto tracer = tracing::activeTracer();
+  const auto tid = static_cast<int32_t>(::gettid());
+  if (tracer) tracer->aggregator().registerProactiveReclaimer(tid);
   windowAt_ = Clock::now();
   cpuWindowStart_ = threadCpuSeconds();
   for (;;) {
@@ -568,6 +576,7 @@ void Controller::workerLoop() {
     updateCpu(workerCpu_);
   }
   updateCpu(workerCpu_);
+  if (tracer) tracer->aggregator().unregisterProactiveReclaimer(tid);
 }
 
 void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {

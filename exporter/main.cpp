@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
                   " mode=" + std::string(modeName(layout.mode)) +
                   " memory_root=" + log::quote(layout.memoryRoot) +
                   (layout.unifiedRoot.empty() ? "" : " unified_root=" + log::quote(layout.unifiedRoot)));
+    // Collectors first: the vmscan collector starts tracing, and the
+    // controller marks its reclaim thread in the tracer.
+    auto collectors = makeCollectors(opts, layout);
     // The controller: off unless enabled. A limit a crash left lowered is
     // put back at start either way.
     std::unique_ptr<controller::Controller> ctl;
@@ -104,7 +107,6 @@ int main(int argc, char** argv) {
         ctl.get(), opts.controller.tokenFile.empty()
                        ? std::string()
                        : controller::ControllerApi::readTokenFile(opts.controller.tokenFile));
-    auto collectors = makeCollectors(opts, layout);
     if (ctl) collectors.push_back({"controller", controller::makeControllerCollector(*ctl)});
     Scraper scraper(discovery, std::move(collectors));
     for (const auto& n : opts.enabledCollectors()) log::info("collector enabled", "collector=" + n);

@@ -37,7 +37,7 @@ echo $limit > "$other/memory.limit_in_bytes"
 echo "s3cret-token" > "$tmp/token"
 port=$(free_port)
 "$exporter" --web.listen-address="127.0.0.1:$port" --cgroup.include="/|/memcg_exporter_test_.*" \
-  --no-collector.vmscan --controller.enable --controller.allow="/memcg_exporter_test_ctl_.*" \
+  --controller.enable --controller.allow="/memcg_exporter_test_ctl_.*" \
   --controller.token-file="$tmp/token" --controller.journal="$tmp/journal" \
   --controller.audit-log="$tmp/audit.jsonl" 2>"$tmp/exporter.log" &
 pids+=($!)
@@ -73,6 +73,17 @@ failcnt=$(cat "$cg/memory.failcnt")
 echo "workload failcnt with protection: $failcnt"
 check "controller acted" bash -c "curl -fsS http://127.0.0.1:$port/metrics | grep -E '^memcg_controller_actions_total\{.*result=\"ok\"' | grep -qv ' 0$'"
 check "workload's own limit hits stay low (<= 8): $failcnt" [ "$failcnt" -le 8 ]
+# The tracer sees the workload's own limit reclaim (kind="memcg"): near zero
+# when protected. (The controller's nudges are traced under its own tid and
+# counted as kind="proactive" in the exporter's cgroup, not the target's.)
+sample() { curl -fsS http://127.0.0.1:$port/metrics | awk -v m="$1" '$1==m {print $2}'; }
+sleep 0.5  # the trace reader polls
+proactive=$(sample "memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"proactive\"}")
+own=$(sample "memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"memcg\"}")
+echo "traced reclaim in $label: controller (proactive) ${proactive:-0}, workload (memcg) ${own:-0}"
+if [ "$(sample memcg_trace_up)" = 1 ]; then
+  check "tracer: the workload's own memcg reclaim stays low (<= 8): ${own:-0}" [ "${own:-0}" -le 8 ]
+fi
 check "limit restored to the original" [ "$(cat $cg/memory.limit_in_bytes)" = "$limit" ]
 check "other cgroup's limit untouched" [ "$(cat $other/memory.limit_in_bytes)" = "$other_before" ]
 check "audit log written" grep -q "$label" "$tmp/audit.jsonl"

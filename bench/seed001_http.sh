@@ -13,7 +13,7 @@
 #        SECS=30  LIMIT_MIB=256  FILE_MIB=512  DIST=uniform|normal (offsets)
 #        WARM=fraction of N run (unmeasured) before each measured run (default 0.25)
 set -uo pipefail
-exporter=$(realpath "${1:-/work/main/build/exporter/memcg_exporter}"); runs=${2:-3}
+exporter=$(realpath "${1:-$(dirname "$0")/../build/exporter/memcg_exporter}"); runs=${2:-3}
 MARGINS=${MARGINS:-"32:64 64:128"}; SECS=${SECS:-30}; LIMIT_MIB=${LIMIT_MIB:-256}
 FILE_MIB=${FILE_MIB:-512}; DIST=${DIST:-uniform}; WARM=${WARM:-0.25}; N=${N:-}
 [ "$(id -u)" = 0 ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] || {

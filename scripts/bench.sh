@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
-#   scripts/bench.sh [scrape|taskstats|tracing|all]
+#   scripts/bench.sh [scrape|taskstats|tracing|seed000|seed001|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -18,4 +18,13 @@ fi
 if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_bench ]]; then
   echo "== tracing: decode + aggregate throughput"
   build/tracing/tracing_decode_bench
+fi
+if [[ $what == seed000 || $what == all ]]; then
+  echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM)"
+  bench/seed000_delays.sh build/exporter/memcg_exporter 5
+  build/controller/controller_seed000
+fi
+if [[ $what == seed001 || $what == all ]]; then
+  echo "== seed 001: HTTP service with a working set 2x its limit, controller off/on"
+  bench/seed001_http.sh build/exporter/memcg_exporter 3
 fi

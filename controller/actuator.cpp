@@ -40,8 +40,11 @@ double secondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-/// Reads a single-value or limit file. kGone/kAbsent/kError become an Error.
-Result<uint64_t> readSingle(const CgroupDir& dir, FileId id, std::string& buf) {
+/// Reads one file and parses it with `parse` (parseSingle or parseLimit);
+/// kGone/kAbsent/kError become an Error.
+template <typename Parse>
+auto readParsed(const CgroupDir& dir, FileId id, std::string& buf, Parse parse)
+    -> decltype(parse(std::string_view{}, std::string_view{})) {
   std::string_view out;
   Error err;
   ReadStatus st = dir.read(id, buf, out, &err);
@@ -49,18 +52,15 @@ Result<uint64_t> readSingle(const CgroupDir& dir, FileId id, std::string& buf) {
   if (st == ReadStatus::kAbsent)
     return makeError(ENOENT, dir.path() + "/" + std::string(cgroupfs::fileName(id)));
   if (st != ReadStatus::kOk) return err;
-  return cgroupfs::parseSingle(out, cgroupfs::fileName(id));
+  return parse(out, cgroupfs::fileName(id));
+}
+
+Result<uint64_t> readSingle(const CgroupDir& dir, FileId id, std::string& buf) {
+  return readParsed(dir, id, buf, cgroupfs::parseSingle);
 }
 
 Result<Limit> readLimit(const CgroupDir& dir, FileId id, std::string& buf) {
-  std::string_view out;
-  Error err;
-  ReadStatus st = dir.read(id, buf, out, &err);
-  if (st == ReadStatus::kGone) return makeError(ENOENT, dir.path(), "cgroup gone");
-  if (st == ReadStatus::kAbsent)
-    return makeError(ENOENT, dir.path() + "/" + std::string(cgroupfs::fileName(id)));
-  if (st != ReadStatus::kOk) return err;
-  return cgroupfs::parseLimit(out, cgroupfs::fileName(id));
+  return readParsed(dir, id, buf, cgroupfs::parseLimit);
 }
 
 /// What a v1 cgroup can give back without swap: its page cache

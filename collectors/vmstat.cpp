@@ -25,9 +25,14 @@ struct Row {
   std::string_view label;  // value of the desc's single label, if any
 };
 
+// The table is built once per process (rows(), below): the descriptors and
+// the split keys it makes live as long as the process.
+std::deque<metrics::Desc> gDescs;
+std::deque<std::string> gKeys;
+
 const metrics::Desc& counter(std::string_view base, std::string_view help,
                              std::string_view label = {}) {
-  static std::deque<metrics::Desc> descs;
+  auto& descs = gDescs;
   std::string name = "memcg_node_vmstat_" + std::string(base) + "_total";
   for (const auto& d : descs) {
     if (d.name == name) return d;
@@ -43,9 +48,7 @@ std::vector<Row> buildRows() {
                    std::initializer_list<std::string_view> values) {
     const auto& d = counter(base, help, label);
     for (auto v : values) {
-      // Keys live as long as the process: intern them.
-      static std::deque<std::string> keys;
-      const std::string& key = keys.emplace_back(std::string(base) + "_" + std::string(v));
+      const std::string& key = gKeys.emplace_back(std::string(base) + "_" + std::string(v));
       rows.push_back({key, &d, v});
     }
   };
@@ -87,10 +90,15 @@ std::vector<Row> buildRows() {
   return rows;
 }
 
+const std::vector<Row>& rows() {
+  static const std::vector<Row> kRows = buildRows();
+  return kRows;
+}
+
 class VmstatCollector : public Collector {
  public:
   explicit VmstatCollector(const CollectorConfig& cfg)
-      : path_(cfg.procfsRoot + "/" + std::string(cgroupfs::kProcVmstat)), rows_(buildRows()) {
+      : path_(cfg.procfsRoot + "/" + std::string(cgroupfs::kProcVmstat)), rows_(rows()) {
     for (const auto& r : rows_) byKey_.emplace(r.key, &r);
   }
 
@@ -125,7 +133,7 @@ class VmstatCollector : public Collector {
 
  private:
   std::string path_;
-  std::vector<Row> rows_;
+  const std::vector<Row>& rows_;
   std::unordered_map<std::string_view, const Row*> byKey_;
 };
 

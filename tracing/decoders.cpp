@@ -45,6 +45,33 @@ std::vector<FieldSpec> specFor(EventType t) {
               {D::kNrDirty, "nr_dirty", false},
               {D::kNrWriteback, "nr_writeback", false},
               {D::kReclaimFlags, "reclaim_flags", false}};
+    case EventType::kLruIsolate:
+      return {{D::kNrScanned, "nr_scanned", true},
+              {D::kNrTaken, "nr_taken", true},
+              {D::kLru, "lru", true}};
+    case EventType::kLruShrinkActive:
+      return {{D::kNid, "nid", false},
+              {D::kNrTaken, "nr_taken", true},
+              {D::kNrDeactivated, "nr_deactivated", true},
+              {D::kReclaimFlags, "reclaim_flags", true}};
+    case EventType::kWriteFolio:
+      return {{D::kReclaimFlags, "reclaim_flags", true}};
+    case EventType::kThrottled:
+      return {{D::kNid, "nid", false},
+              {D::kDelayedUs, "usec_delayed", true},
+              {D::kReason, "reason", true}};
+    case EventType::kShrinkSlabStart:
+      return {{D::kNid, "nid", false}};
+    case EventType::kShrinkSlabEnd:
+      return {{D::kNid, "nid", false}, {D::kFreed, "retval", true}};
+    case EventType::kReclaimPages:
+      return {{D::kNid, "nid", false},
+              {D::kNrScanned, "nr_scanned", true},
+              {D::kNrReclaimed, "nr_reclaimed", true},
+              {D::kNrDirty, "nr_dirty", false},
+              {D::kNrWriteback, "nr_writeback", false}};
+    case EventType::kCgroupRmdir:
+      return {{D::kDstRoot, "root", true}, {D::kDstId, "id", false}, {D::kDstPath, "path", true}};
     case EventType::kCgroupAttach:
       return {{D::kDstRoot, "dst_root", true},
               {D::kDstId, "dst_id", false},
@@ -53,15 +80,18 @@ std::vector<FieldSpec> specFor(EventType t) {
     case EventType::kProcessFork:
       return {{D::kTargetPid, "child_pid", true}};
     case EventType::kProcessExit:
-      return {{D::kTargetPid, "pid", true}};
+      return {{D::kTargetPid, "pid", true}, {D::kComm, "comm", false}};
     default:
       return {};
   }
 }
 
 bool toRef(const tep_format_field* f, Decoder::FieldRef& ref) {
-  if (!f || f->offset < 0 || f->offset > 0xffff || f->size <= 0 || f->size > 8)
-    return false;
+  if (!f || f->offset < 0 || f->offset > 0xffff || f->size <= 0) return false;
+  // Numbers up to 8 bytes; fixed char arrays (comm[16]) up to 255.
+  const bool fixed_array =
+      (f->flags & TEP_FIELD_IS_ARRAY) && !(f->flags & TEP_FIELD_IS_DYNAMIC) && f->size <= 0xff;
+  if (f->size > 8 && !fixed_array) return false;
   ref.offset = static_cast<uint16_t>(f->offset);
   ref.size = static_cast<uint8_t>(f->size);
   ref.present = true;
@@ -109,7 +139,7 @@ Result<Decoder> Decoder::create(const EventFormats& formats) {
   tep_handle* tep = formats.tep();
   for (EventType t : formats.available()) {
     const EventName* en = eventName(t);
-    tep_event* ev = tep_find_event_by_name(tep, en->system, en->name);
+    tep_event* ev = tep_find_event_by_name(tep, en->system, formats.nameOf(t));
     if (!ev) continue;
     if (!d.common_type_.present) {
       if (!toRef(tep_find_common_field(ev, "common_type"), d.common_type_) ||
@@ -165,6 +195,47 @@ const Decoder::FieldRef& Decoder::field(EventType t, FieldSlot s) const {
   return kAbsent;
 }
 
+void Decoder::decodeScan(const uint8_t* p, const FieldRef* fr, EventType t, Event& out) {
+  auto opt = [&](FieldSlot s) { return fr[s].present ? readU(p, fr[s]) : 0; };
+  out.nid = fr[kNid].present ? readI32(p, fr[kNid]) : 0;
+  switch (t) {
+    case EventType::kLruIsolate:
+      out.nr_scanned = readU(p, fr[kNrScanned]);
+      out.nr_taken = readU(p, fr[kNrTaken]);
+      out.lru = readI32(p, fr[kLru]);
+      break;
+    case EventType::kLruShrinkActive:
+      out.nr_taken = readU(p, fr[kNrTaken]);
+      out.nr_deactivated = readU(p, fr[kNrDeactivated]);
+      out.reclaim_flags = static_cast<uint32_t>(readU(p, fr[kReclaimFlags]));
+      break;
+    case EventType::kWriteFolio:
+      out.reclaim_flags = static_cast<uint32_t>(readU(p, fr[kReclaimFlags]));
+      break;
+    case EventType::kThrottled: {
+      int32_t us = readI32(p, fr[kDelayedUs]);
+      out.delayed_us = us > 0 ? static_cast<uint64_t>(us) : 0;
+      out.reason = static_cast<uint32_t>(readU(p, fr[kReason]));
+      break;
+    }
+    case EventType::kShrinkSlabEnd: {
+      // retval is an int on 6.x (freed objects, SHRINK_STOP never reaches it).
+      uint64_t v = readU(p, fr[kFreed]);
+      out.freed = fr[kFreed].size == 4 ? static_cast<int32_t>(static_cast<uint32_t>(v))
+                                       : static_cast<int64_t>(v);
+      break;
+    }
+    case EventType::kReclaimPages:
+      out.nr_scanned = readU(p, fr[kNrScanned]);
+      out.nr_reclaimed = readU(p, fr[kNrReclaimed]);
+      out.nr_dirty = opt(kNrDirty);
+      out.nr_writeback = opt(kNrWriteback);
+      break;
+    default:
+      break;
+  }
+}
+
 bool Decoder::decode(const void* data, uint32_t size, uint64_t ts, Event& out) const {
   out.type = EventType::kUnknown;
   if (size < common_min_size_) return false;
@@ -205,10 +276,20 @@ bool Decoder::decode(const void* data, uint32_t size, uint64_t ts, Event& out) c
                               ? static_cast<uint32_t>(readU(p, fr[kReclaimFlags]))
                               : 0;
       break;
+    case EventType::kLruIsolate:
+    case EventType::kLruShrinkActive:
+    case EventType::kWriteFolio:
+    case EventType::kThrottled:
+    case EventType::kShrinkSlabStart:
+    case EventType::kShrinkSlabEnd:
+    case EventType::kReclaimPages:
+      decodeScan(p, fr, f.type, out);
+      break;
+    case EventType::kCgroupRmdir:
     case EventType::kCgroupAttach: {
       out.dst_root = readI32(p, fr[kDstRoot]);
       out.dst_id = fr[kDstId].present ? readU(p, fr[kDstId]) : 0;
-      out.target_pid = readI32(p, fr[kTargetPid]);
+      out.target_pid = fr[kTargetPid].present ? readI32(p, fr[kTargetPid]) : 0;
       const FieldRef& loc = fr[kDstPath];
       uint32_t v = static_cast<uint32_t>(readU(p, loc));
       uint32_t off = v & 0xffff;
@@ -223,6 +304,11 @@ bool Decoder::decode(const void* data, uint32_t size, uint64_t ts, Event& out) c
     case EventType::kProcessFork:
     case EventType::kProcessExit:
       out.target_pid = readI32(p, fr[kTargetPid]);
+      out.comm = {};
+      if (fr[kComm].present && fr[kComm].size > 8) {  // exit: char comm[16]
+        const char* c = reinterpret_cast<const char*>(p + fr[kComm].offset);
+        out.comm = std::string_view(c, strnlen(c, fr[kComm].size));
+      }
       break;
     default:
       return false;

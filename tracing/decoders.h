@@ -56,6 +56,13 @@ class Decoder {
     kDstRoot,
     kDstId,
     kDstPath,
+    kNrTaken,
+    kLru,
+    kNrDeactivated,
+    kDelayedUs,
+    kReason,
+    kFreed,
+    kComm,
     kFieldCount
   };
   const FieldRef& field(EventType t, FieldSlot s) const;
@@ -69,6 +76,9 @@ class Decoder {
     uint32_t min_size = 0;  // records shorter than this are malformed
     FieldRef fields[kFieldCount];
   };
+  // LRU/writeback/slab detail events (kept out of decode()'s switch).
+  static void decodeScan(const uint8_t* p, const FieldRef* fr, EventType t, Event& out);
+
   FieldRef common_type_;
   FieldRef common_pid_;
   uint32_t common_min_size_ = 0;

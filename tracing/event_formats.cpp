@@ -15,6 +15,14 @@ bool EventFormats::has(EventType t) const {
   return std::find(available_.begin(), available_.end(), t) != available_.end();
 }
 
+const char* EventFormats::nameOf(EventType t) const {
+  for (const auto& [type, name] : names_) {
+    if (type == t) return name;
+  }
+  const EventName* en = eventName(t);
+  return en ? en->name : "";
+}
+
 Result<EventFormats> EventFormats::load(const std::string& root) {
   EventFormats f;
   f.tep_.reset(tep_alloc());
@@ -35,8 +43,15 @@ Result<EventFormats> EventFormats::load(const std::string& root) {
                                            : TEP_LITTLE_ENDIAN);
 
   for (const auto& e : kEventNames) {
-    const std::string path = root + "/events/" + e.system + "/" + e.name + "/format";
+    const char* name = e.name;
+    std::string path = root + "/events/" + e.system + "/" + name + "/format";
     auto text = readWholeFile(path);
+    if (!text.ok() && text.error().err == ENOENT && e.alt_name) {
+      // An older kernel's name for the same event (e.g. 6.1's mm_vmscan_writepage).
+      name = e.alt_name;
+      path = root + "/events/" + e.system + "/" + name + "/format";
+      text = readWholeFile(path);
+    }
     if (!text.ok()) {
       if (text.error().err == ENOENT) {
         f.missing_.push_back(e.type);
@@ -52,11 +67,12 @@ Result<EventFormats> EventFormats::load(const std::string& root) {
       return makeError(EINVAL, path, std::string("tep_parse_event: ") + msg);
     }
     // libtraceevent is lenient with garbage; insist on a usable result.
-    tep_event* ev = tep_find_event_by_name(f.tep_.get(), e.system, e.name);
+    tep_event* ev = tep_find_event_by_name(f.tep_.get(), e.system, name);
     if (!ev || ev->id <= 0 || !tep_find_common_field(ev, "common_pid")) {
       return makeError(EINVAL, path, "format did not parse into a usable event");
     }
     f.available_.push_back(e.type);
+    f.names_.emplace_back(e.type, name);
   }
   return f;
 }

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -30,6 +31,9 @@ class EventFormats {
   const std::vector<EventType>& available() const { return available_; }
   const std::vector<EventType>& missing() const { return missing_; }
   bool has(EventType t) const;
+  /// The kernel's name of an available event (EventName::name, or alt_name
+  /// when only the older name exists); EventName::name if not available.
+  const char* nameOf(EventType t) const;
 
  private:
   struct TepFree {
@@ -38,6 +42,7 @@ class EventFormats {
   std::unique_ptr<tep_handle, TepFree> tep_;
   std::vector<EventType> available_;
   std::vector<EventType> missing_;
+  std::vector<std::pair<EventType, const char*>> names_;
 };
 
 }  // namespace memcg::tracing

@@ -27,6 +27,15 @@ enum class EventType : uint8_t {
   kKswapdSleep,            // vmscan:mm_vmscan_kswapd_sleep (nid), by kswapd
   kWakeupKswapd,       // vmscan:mm_vmscan_wakeup_kswapd (nid, order), by the allocator
   kLruShrinkInactive,  // vmscan:mm_vmscan_lru_shrink_inactive (scanned, reclaimed, ...)
+  // LRU/writeback/slab detail and cgroup removal (tracing/aggregator_scan.cpp).
+  kLruIsolate,       // vmscan:mm_vmscan_lru_isolate (nr_scanned, nr_taken, lru)
+  kLruShrinkActive,  // vmscan:mm_vmscan_lru_shrink_active (nr_taken, nr_deactivated)
+  kWriteFolio,       // vmscan:mm_vmscan_write_folio (6.1: mm_vmscan_writepage)
+  kThrottled,        // vmscan:mm_vmscan_throttled (usec_delayed, reason)
+  kShrinkSlabStart,  // vmscan:mm_shrink_slab_start, by the shrinking task
+  kShrinkSlabEnd,    // vmscan:mm_shrink_slab_end (retval = objects freed)
+  kReclaimPages,     // vmscan:mm_vmscan_reclaim_pages (MADV_PAGEOUT, DAMON)
+  kCgroupRmdir,      // cgroup:cgroup_rmdir (root, id, path): drops the series
   kCgroupAttach,       // cgroup:cgroup_attach_task (dst_root, dst_id, dst_path, pid)
   kProcessFork,        // sched:sched_process_fork (parent_pid, child_pid)
   kProcessExit,        // sched:sched_process_exit (pid)
@@ -46,23 +55,43 @@ struct Event {
   uint64_t nr_scanned = 0;     ///< pages (lru_shrink_inactive)
   uint64_t nr_dirty = 0;       ///< pages (lru_shrink_inactive)
   uint64_t nr_writeback = 0;   ///< pages (lru_shrink_inactive)
-  uint32_t reclaim_flags = 0;  ///< RECLAIM_WB_* (lru_shrink_inactive)
+  uint32_t reclaim_flags = 0;  ///< RECLAIM_WB_* (lru_shrink_*, write_folio)
+  int32_t lru = 0;             ///< lru_isolate: enum lru_list (0..4)
+  uint64_t nr_taken = 0;       ///< lru_isolate, lru_shrink_active
+  uint64_t nr_deactivated = 0; ///< lru_shrink_active
+  uint32_t reason = 0;         ///< throttled: 1 << enum vmscan_throttle_state
+  uint64_t delayed_us = 0;     ///< throttled: usec_delayed
+  int64_t freed = 0;           ///< shrink_slab_end: retval (objects freed)
   int32_t target_pid = 0;      ///< attach: moved task; fork: child; exit: exiting task
-  int32_t dst_root = 0;        ///< attach: hierarchy id (0 = cgroup v2)
-  uint64_t dst_id = 0;         ///< attach: cgroup id (kernfs id = directory inode)
+  int32_t dst_root = 0;        ///< attach, rmdir: hierarchy id (0 = cgroup v2)
+  uint64_t dst_id = 0;         ///< attach, rmdir: cgroup id (kernfs id = directory inode)
   std::string_view
-      dst_path;  ///< attach: path below the hierarchy root; points into the page
+      dst_path;  ///< attach, rmdir: path below the hierarchy root; points into the page
+  std::string_view comm;  ///< exit: the task's comm; points into the page
 };
 
 /// RECLAIM_WB_* bits of lru_shrink_inactive's reclaim_flags
 /// (include/trace/events/vmscan.h).
 inline constexpr uint32_t kReclaimWbAnon = 0x0001;
 inline constexpr uint32_t kReclaimWbFile = 0x0002;
+inline constexpr uint32_t kReclaimWbSync = 0x0004;
+inline constexpr uint32_t kReclaimWbAsync = 0x0008;
+
+/// enum lru_list values of mm_vmscan_lru_isolate's `lru` (include/linux/mmzone.h,
+/// stable since 2.6.28): inactive_anon, active_anon, inactive_file, active_file,
+/// unevictable. Odd = active list, >= 2 = file.
+inline constexpr int32_t kLruUnevictable = 4;
+
+/// mm_vmscan_throttled reason bits: 1 << enum vmscan_throttle_state
+/// (include/linux/mmzone.h, 5.16+; the format prints them symbolically).
+inline constexpr uint32_t kThrottleReasons = 4;  // writeback, isolated, noprogress, congested
 
 struct EventName {
   EventType type;
   const char* system;
   const char* name;
+  /// Older kernels' name of the same event with the fields we read (or null).
+  const char* alt_name = nullptr;
 };
 
 /// Every event the decoder knows, in EventType order.
@@ -78,6 +107,14 @@ inline constexpr EventName kEventNames[] = {
     {EventType::kKswapdSleep, "vmscan", "mm_vmscan_kswapd_sleep"},
     {EventType::kWakeupKswapd, "vmscan", "mm_vmscan_wakeup_kswapd"},
     {EventType::kLruShrinkInactive, "vmscan", "mm_vmscan_lru_shrink_inactive"},
+    {EventType::kLruIsolate, "vmscan", "mm_vmscan_lru_isolate"},
+    {EventType::kLruShrinkActive, "vmscan", "mm_vmscan_lru_shrink_active"},
+    {EventType::kWriteFolio, "vmscan", "mm_vmscan_write_folio", "mm_vmscan_writepage"},
+    {EventType::kThrottled, "vmscan", "mm_vmscan_throttled"},
+    {EventType::kShrinkSlabStart, "vmscan", "mm_shrink_slab_start"},
+    {EventType::kShrinkSlabEnd, "vmscan", "mm_shrink_slab_end"},
+    {EventType::kReclaimPages, "vmscan", "mm_vmscan_reclaim_pages"},
+    {EventType::kCgroupRmdir, "cgroup", "cgroup_rmdir"},
     {EventType::kCgroupAttach, "cgroup", "cgroup_attach_task"},
     {EventType::kProcessFork, "sched", "sched_process_fork"},
     {EventType::kProcessExit, "sched", "sched_process_exit"},

@@ -238,5 +238,146 @@ TEST(EventFormatsTest, MalformedFormatIsAnError) {
   EXPECT_EQ(f.error().err, EINVAL);
 }
 
+
+// --- LRU/writeback/slab detail events and cgroup_rmdir (6.18 fixtures) -------
+
+constexpr uint16_t kIdLruIsolate = 629;
+constexpr uint16_t kIdLruShrinkActive = 625;
+constexpr uint16_t kIdWriteFolio = 628;
+constexpr uint16_t kIdThrottled = 622;
+constexpr uint16_t kIdSlabStart = 631;
+constexpr uint16_t kIdSlabEnd = 630;
+constexpr uint16_t kIdReclaimPages = 627;
+constexpr uint16_t kIdRmdir = 543;
+
+TEST_F(DecoderTest, ScanDetailEventIds) {
+  EXPECT_EQ(dec_->eventId(EventType::kLruIsolate), kIdLruIsolate);
+  EXPECT_EQ(dec_->eventId(EventType::kLruShrinkActive), kIdLruShrinkActive);
+  EXPECT_EQ(dec_->eventId(EventType::kWriteFolio), kIdWriteFolio);
+  EXPECT_EQ(dec_->eventId(EventType::kThrottled), kIdThrottled);
+  EXPECT_EQ(dec_->eventId(EventType::kShrinkSlabStart), kIdSlabStart);
+  EXPECT_EQ(dec_->eventId(EventType::kShrinkSlabEnd), kIdSlabEnd);
+  EXPECT_EQ(dec_->eventId(EventType::kReclaimPages), kIdReclaimPages);
+  EXPECT_EQ(dec_->eventId(EventType::kCgroupRmdir), kIdRmdir);
+  EXPECT_EQ(std::string(formats_->nameOf(EventType::kWriteFolio)), "mm_vmscan_write_folio");
+}
+
+TEST_F(DecoderTest, LruIsolateAndShrinkActive) {
+  // isolate: nr_requested@16 nr_scanned@24 nr_skipped@32 nr_taken@40 lru@48
+  Rec iso(52, kIdLruIsolate, 77);
+  iso.put(8, 2, 4).put(16, 32, 8).put(24, 40, 8).put(32, 3, 8).put(40, 31, 8).put(48, 3, 4);
+  Event i = decode(iso);
+  EXPECT_EQ(i.type, EventType::kLruIsolate);
+  EXPECT_EQ(i.pid, 77);
+  EXPECT_EQ(i.nr_scanned, 40u);
+  EXPECT_EQ(i.nr_taken, 31u);
+  EXPECT_EQ(i.lru, 3);  // active_file
+  // shrink_active: nid@8 nr_taken@16 nr_active@24 nr_deactivated@32 reclaim_flags@52
+  Rec act(56, kIdLruShrinkActive, 78);
+  act.put(8, 1, 4).put(16, 32, 8).put(24, 20, 8).put(32, 12, 8).put(40, 5, 8);
+  act.put(48, 12, 4).put(52, kReclaimWbFile | kReclaimWbAsync, 4);
+  Event a = decode(act);
+  EXPECT_EQ(a.type, EventType::kLruShrinkActive);
+  EXPECT_EQ(a.nid, 1);
+  EXPECT_EQ(a.nr_taken, 32u);
+  EXPECT_EQ(a.nr_deactivated, 12u);
+  EXPECT_EQ(a.reclaim_flags, kReclaimWbFile | kReclaimWbAsync);
+}
+
+TEST_F(DecoderTest, WriteFolioThrottledReclaimPages) {
+  Rec w(24, kIdWriteFolio, 5);
+  w.put(8, 0x12345, 8).put(16, kReclaimWbAnon | kReclaimWbSync, 4);
+  Event we = decode(w);
+  EXPECT_EQ(we.type, EventType::kWriteFolio);
+  EXPECT_EQ(we.reclaim_flags, kReclaimWbAnon | kReclaimWbSync);
+
+  // throttled: nid@8 usec_timeout@12 usec_delayed@16 reason@20
+  Rec t(24, kIdThrottled, 6);
+  t.put(8, 0, 4).put(12, 100000, 4).put(16, 2500, 4).put(20, 1u << 2, 4);
+  Event te = decode(t);
+  EXPECT_EQ(te.type, EventType::kThrottled);
+  EXPECT_EQ(te.delayed_us, 2500u);
+  EXPECT_EQ(te.reason, 4u);
+  t.put(16, static_cast<uint32_t>(-1), 4);  // a negative delay is read as 0
+  EXPECT_EQ(decode(t).delayed_us, 0u);
+
+  // reclaim_pages: nid@8 nr_scanned@16 nr_reclaimed@24 nr_dirty@32 nr_writeback@40
+  Rec rp(88, kIdReclaimPages, 7);
+  rp.put(8, 0, 4).put(16, 512, 8).put(24, 500, 8).put(32, 4, 8).put(40, 2, 8);
+  Event r = decode(rp);
+  EXPECT_EQ(r.type, EventType::kReclaimPages);
+  EXPECT_EQ(r.nr_scanned, 512u);
+  EXPECT_EQ(r.nr_reclaimed, 500u);
+  EXPECT_EQ(r.nr_dirty, 4u);
+  EXPECT_EQ(r.nr_writeback, 2u);
+}
+
+TEST_F(DecoderTest, ShrinkSlabStartEnd) {
+  Rec st(80, kIdSlabStart, 9);
+  st.put(24, 1, 4).put(32, 128, 8);
+  Event s = decode(st);
+  EXPECT_EQ(s.type, EventType::kShrinkSlabStart);
+  EXPECT_EQ(s.nid, 1);
+  // end: nid@16 retval@48 (int)
+  Rec en(64, kIdSlabEnd, 9);
+  en.put(16, 1, 4).put(48, 77, 4);
+  Event e = decode(en);
+  EXPECT_EQ(e.type, EventType::kShrinkSlabEnd);
+  EXPECT_EQ(e.freed, 77);
+  en.put(48, static_cast<uint32_t>(-2), 4);
+  EXPECT_EQ(decode(en).freed, -2);
+}
+
+TEST_F(DecoderTest, CgroupRmdir) {
+  const std::string path = "/memcg_exporter_test_gone";
+  // root@8 level@12 id@16 path(data_loc)@24; string after the 28-byte fixed part.
+  Rec r(28 + path.size() + 1, kIdRmdir, 1);
+  uint32_t len = static_cast<uint32_t>(path.size() + 1);
+  r.put(8, 4, 4).put(12, 1, 4).put(16, 5555, 8).put(24, (len << 16) | 28u, 4);
+  std::memcpy(r.b.data() + 28, path.c_str(), len);
+  Event e = decode(r);
+  EXPECT_EQ(e.type, EventType::kCgroupRmdir);
+  EXPECT_EQ(e.dst_root, 4);
+  EXPECT_EQ(e.dst_id, 5555u);
+  EXPECT_EQ(e.dst_path, path);
+}
+
+TEST(EventFormatsTest, OlderNameOfWriteFolioIsUsed) {
+  // 6.1 has mm_vmscan_writepage (same pfn/reclaim_flags fields) instead.
+  namespace fs = std::filesystem;
+  fs::path tmp = fs::temp_directory_path() / ("tracing_formats_old_" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  fs::copy(kFixtures, tmp, fs::copy_options::recursive);
+  fs::path vm = tmp / "events/vmscan";
+  fs::create_directories(vm / "mm_vmscan_writepage");
+  {
+    std::string text;
+    {
+      FILE* in = fopen((vm / "mm_vmscan_write_folio/format").c_str(), "r");
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, in)) > 0) text.append(buf, n);
+      fclose(in);
+    }
+    text.replace(text.find("mm_vmscan_write_folio"), 21, "mm_vmscan_writepage");
+    FILE* out = fopen((vm / "mm_vmscan_writepage/format").c_str(), "w");
+    fputs(text.c_str(), out);
+    fclose(out);
+  }
+  fs::remove_all(vm / "mm_vmscan_write_folio");
+  fs::remove_all(vm / "mm_vmscan_throttled");  // absent before 5.16: just missing
+  auto f = EventFormats::load(tmp.string());
+  fs::remove_all(tmp);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_TRUE(f->has(EventType::kWriteFolio));
+  EXPECT_EQ(std::string(f->nameOf(EventType::kWriteFolio)), "mm_vmscan_writepage");
+  EXPECT_FALSE(f->has(EventType::kThrottled));
+  auto d = Decoder::create(*f);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->supports(EventType::kWriteFolio));
+  EXPECT_EQ(d->eventId(EventType::kWriteFolio), kIdWriteFolio);
+  EXPECT_FALSE(d->supports(EventType::kThrottled));
+}
+
 }  // namespace
 }  // namespace memcg::tracing

@@ -66,6 +66,10 @@ Aggregator::Aggregator(AggregatorOptions opts, std::unique_ptr<CgroupResolver> r
   unknown.unknown = true;
   slots_.push_back(std::move(unknown));
   pids_.reserve(4096);
+  ProcessTraceStats other;
+  other.other = true;
+  procs_.push_back(std::move(other));
+  procs_slot_.push_back(0);
 }
 
 void Aggregator::registerProactiveReclaimer(int32_t tid) {
@@ -91,7 +95,7 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
     if (id != 0) slots_[it->second].id = id;
     return it->second;
   }
-  if (slots_.size() - (overflow_slot_ ? 1 : 0) - 1 >= opts_.max_cgroups) {
+  if (by_path_.size() >= opts_.max_cgroups) {
     if (overflow_slot_ == 0) {
       CgroupTraceStats o;
       o.overflow = true;
@@ -103,8 +107,15 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
   CgroupTraceStats s;
   s.path = key;
   s.id = id != 0 ? id : (resolver_ ? resolver_->idOf(key) : 0);
-  uint32_t slot = static_cast<uint32_t>(slots_.size());
-  slots_.push_back(std::move(s));
+  uint32_t slot;
+  if (!free_slots_.empty()) {  // a removed cgroup's slot
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = std::move(s);
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::move(s));
+  }
   by_path_.emplace(std::move(key), slot);
   return slot;
 }
@@ -112,10 +123,7 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
 Aggregator::PidState& Aggregator::pidState(int32_t tid) {
   auto it = pids_.find(tid);
   if (it != pids_.end()) return it->second;
-  if (pids_.size() >= opts_.max_pids) {
-    pids_.clear();
-    ++counters_.pid_cache_resets;
-  }
+  if (pids_.size() >= opts_.max_pids) clearPids();
   PidState st;
   ++counters_.pid_lookups;
   std::optional<std::string> path;
@@ -134,14 +142,18 @@ void Aggregator::endReclaim(const Event& e, size_t idx) {
   PidState& st = pidState(e.pid);
   ReclaimKind kind = static_cast<ReclaimKind>(idx);
   if (idx == 1 && (st.flags & kFlagProactive)) kind = ReclaimKind::kProactive;
-  CgroupTraceStats& c = slots_[st.slot];
-  if (st.slot == overflow_slot_ && overflow_slot_ != 0) ++counters_.overflow_events;
+  const uint32_t slot = chargeSlot(st, e);
+  CgroupTraceStats& c = slots_[slot];
+  if (slot == overflow_slot_ && overflow_slot_ != 0) ++counters_.overflow_events;
   ReclaimStats& r = c.reclaim[static_cast<size_t>(kind)];
   ++r.total;
   r.reclaimed_pages += e.nr_reclaimed;
+  ProcessTraceStats& p = proc(st, e.pid, slot);
+  ++p.reclaims[static_cast<size_t>(kind)];
   uint64_t b = st.begin_ts[idx];
   if (b != 0 && e.ts >= b) {
     r.stall.observe(e.ts - b);
+    if (kind != ReclaimKind::kProactive) p.stall_ns += e.ts - b;
   } else {
     ++r.unpaired;
   }
@@ -171,32 +183,30 @@ void Aggregator::handle(const Event& e) {
       break;
     case EventType::kLruShrinkInactive: {
       PidState& st = pidState(e.pid);
-      ReclaimContext ctx;
-      if (st.begin_ts[2]) {
-        ctx = ReclaimContext::kSoftlimit;
-      } else if (st.begin_ts[1]) {
-        ctx = (st.flags & kFlagProactive) ? ReclaimContext::kProactive
-                                          : ReclaimContext::kMemcg;
-      } else if (st.begin_ts[0]) {
-        ctx = ReclaimContext::kDirect;
-      } else if (st.flags & kFlagKswapd) {
-        ctx = ReclaimContext::kKswapd;
-      } else {
-        ctx = ReclaimContext::kOther;
-      }
+      const ReclaimContext ctx = contextOf(st);
+      const uint32_t slot = chargeSlot(st, e);
       LruType lru = (e.reclaim_flags & kReclaimWbFile) ? LruType::kFile : LruType::kAnon;
-      LruStats& l =
-          slots_[st.slot].lru[static_cast<size_t>(ctx)][static_cast<size_t>(lru)];
+      LruStats& l = slots_[slot].lru[static_cast<size_t>(ctx)][static_cast<size_t>(lru)];
       l.scanned_pages += e.nr_scanned;
       l.reclaimed_pages += e.nr_reclaimed;
       l.dirty_pages += e.nr_dirty;
       l.writeback_pages += e.nr_writeback;
+      ProcessTraceStats& p = proc(st, e.pid, slot);
+      p.scanned_pages += e.nr_scanned;
+      p.reclaimed_pages += e.nr_reclaimed;
       break;
     }
     case EventType::kKswapdWake: {
       PidState& st = pidState(e.pid);
       st.flags |= kFlagKswapd;
-      if (st.kswapd_wake_ts == 0) st.kswapd_wake_ts = e.ts ? e.ts : 1;
+      ProcessTraceStats& p = proc(st, e.pid, st.slot);
+      p.kswapd = true;
+      ++p.kswapd_wakeups;
+      if (st.kswapd_wake_ts == 0) {
+        st.kswapd_wake_ts = e.ts ? e.ts : 1;
+      } else {
+        ++p.kswapd_rewakeups;
+      }
       ++node_.kswapd_wakeups;
       break;
     }
@@ -205,6 +215,9 @@ void Aggregator::handle(const Event& e) {
       st.flags |= kFlagKswapd;
       if (st.kswapd_wake_ts != 0 && e.ts >= st.kswapd_wake_ts) {
         node_.kswapd_awake_ns += e.ts - st.kswapd_wake_ts;
+        ProcessTraceStats& p = proc(st, e.pid, st.slot);
+        p.kswapd = true;
+        p.kswapd_awake_ns += e.ts - st.kswapd_wake_ts;
       }
       st.kswapd_wake_ts = 0;
       break;
@@ -214,7 +227,10 @@ void Aggregator::handle(const Event& e) {
                      ? 0
                      : std::min<size_t>(static_cast<size_t>(e.order), kWakeupOrders - 1);
       ++node_.wakeup_requests_by_order[o];
-      ++slots_[pidState(e.pid).slot].kswapd_wakeup_requests;
+      PidState& st = pidState(e.pid);
+      const uint32_t slot = chargeSlot(st, e);
+      ++slots_[slot].kswapd_wakeup_requests;
+      ++proc(st, e.pid, slot).wake_requests;
       break;
     }
     case EventType::kCgroupAttach: {
@@ -226,10 +242,7 @@ void Aggregator::handle(const Event& e) {
         it->second.slot = slot;
         it->second.flags &= static_cast<uint8_t>(~kFlagExited);
       } else {
-        if (pids_.size() >= opts_.max_pids) {
-          pids_.clear();
-          ++counters_.pid_cache_resets;
-        }
+        if (pids_.size() >= opts_.max_pids) clearPids();
         PidState st;
         st.slot = slot;
         if (!proactive_.empty() && proactive_.count(e.target_pid))
@@ -246,7 +259,8 @@ void Aggregator::handle(const Event& e) {
       if (pids_.size() >= opts_.max_pids) break;
       PidState st;
       st.slot = parent->second.slot;
-      pids_[e.target_pid] = st;
+      if (auto old = pids_.find(e.target_pid); old != pids_.end()) forgetPid(old);
+      pids_.emplace(e.target_pid, st);
       break;
     }
     case EventType::kProcessExit: {
@@ -254,9 +268,22 @@ void Aggregator::handle(const Event& e) {
       if (it != pids_.end()) {
         it->second.flags |= kFlagExited;
         exited_.push_back(e.target_pid);
+        // Its report row keeps the name even if /proc was gone at first sight.
+        if (it->second.proc != kNoProc && procs_[it->second.proc].comm.empty())
+          procs_[it->second.proc].comm = e.comm;
       }
       break;
     }
+    case EventType::kLruIsolate:
+    case EventType::kLruShrinkActive:
+    case EventType::kWriteFolio:
+    case EventType::kThrottled:
+    case EventType::kShrinkSlabStart:
+    case EventType::kShrinkSlabEnd:
+    case EventType::kReclaimPages:
+    case EventType::kCgroupRmdir:
+      handleScan(e);
+      break;
     default:
       break;
   }
@@ -273,7 +300,7 @@ void Aggregator::endRound() {
   // another CPU's not-yet-merged page still find its cgroup in this round.
   for (int32_t tid : exited_) {
     auto it = pids_.find(tid);
-    if (it != pids_.end() && (it->second.flags & kFlagExited)) pids_.erase(it);
+    if (it != pids_.end() && (it->second.flags & kFlagExited)) forgetPid(it);
   }
   exited_.clear();
 }
@@ -281,7 +308,20 @@ void Aggregator::endRound() {
 TraceSnapshot Aggregator::snapshot() const {
   TraceSnapshot s;
   std::lock_guard<std::mutex> g(mu_);
-  s.cgroups = slots_;
+  s.cgroups.reserve(slots_.size());
+  for (const CgroupTraceStats& c : slots_) {
+    // A removed cgroup's slot (cleared, path empty) until it is reused.
+    if (c.path.empty() && !c.unknown && !c.overflow) continue;
+    s.cgroups.push_back(c);
+  }
+  s.processes.reserve(live_procs_ + exited_procs_.size() + 1);
+  for (size_t i = 1; i < procs_.size(); ++i) {
+    if (procs_[i].pid == 0) continue;  // free
+    s.processes.push_back(procs_[i]);
+    s.processes.back().cgroup = labelOf(procs_slot_[i]);
+  }
+  s.processes.insert(s.processes.end(), exited_procs_.begin(), exited_procs_.end());
+  s.processes.push_back(procs_[0]);
   s.node = node_;
   s.aggregator = counters_;
   s.aggregator.pid_cache_entries = pids_.size();

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -99,6 +100,45 @@ struct LruStats {
   uint64_t writeback_pages = 0;
 };
 
+/// LRU/writeback/slab detail per cgroup (tracing/aggregator_scan.cpp).
+enum class LruList : uint8_t { kInactive = 0, kActive, kCount };
+inline constexpr size_t kLruLists = static_cast<size_t>(LruList::kCount);
+const char* lruListName(LruList l);  // "inactive", "active"
+enum class WriteIo : uint8_t { kSync = 0, kAsync, kCount };
+inline constexpr size_t kWriteIos = static_cast<size_t>(WriteIo::kCount);
+const char* writeIoName(WriteIo w);  // "sync", "async"
+/// Throttle reasons: writeback, isolated, noprogress, congested, then "other".
+inline constexpr size_t kThrottleSlots = kThrottleReasons + 1;
+const char* throttleReasonName(size_t i);
+
+struct IsolateStats {         ///< mm_vmscan_lru_isolate (off by default)
+  uint64_t scanned_pages = 0;  ///< nr_scanned
+  uint64_t taken_pages = 0;    ///< nr_taken (isolated)
+};
+struct ActiveStats {              ///< mm_vmscan_lru_shrink_active (off by default)
+  uint64_t taken_pages = 0;        ///< isolated from the active list
+  uint64_t deactivated_pages = 0;  ///< moved to the inactive list
+};
+struct ThrottleStats {  ///< mm_vmscan_throttled
+  uint64_t count = 0;
+  uint64_t delayed_us = 0;
+};
+struct SlabStats {  ///< mm_shrink_slab_start/end (off by default)
+  uint64_t calls = 0;
+  uint64_t freed_objects = 0;
+  uint64_t ns = 0;  ///< start -> end of the same task
+};
+struct ScanDetail {
+  std::array<std::array<std::array<IsolateStats, kLruLists>, kLruTypes>, kReclaimContexts>
+      isolate{};
+  std::array<std::array<ActiveStats, kLruTypes>, kReclaimContexts> active{};
+  std::array<std::array<uint64_t, kWriteIos>, kReclaimContexts> write_folios{};
+  std::array<ThrottleStats, kThrottleSlots> throttled{};
+  std::array<SlabStats, kReclaimContexts> slab{};
+  uint64_t pageout_scanned_pages = 0;  ///< mm_vmscan_reclaim_pages nr_scanned
+  uint64_t pageout_reclaimed_pages = 0;
+};
+
 struct CgroupTraceStats {
   std::string path;       ///< relative to the memcg hierarchy root ("/" = root)
   uint64_t id = 0;        ///< cgroup id (directory inode), 0 if unknown
@@ -109,6 +149,30 @@ struct CgroupTraceStats {
   uint64_t kswapd_wakeup_requests =
       0;                        ///< mm_vmscan_wakeup_kswapd by this cgroup's tasks
   uint64_t tasks_attached = 0;  ///< cgroup_attach_task with this destination
+  ScanDetail detail;
+};
+
+/// One row of the report's per-process / kswapd-instance tables
+/// (trace-vmscan-postprocess's columns). Per task (tid), as the script.
+struct ProcessTraceStats {
+  int32_t pid = 0;  ///< tid; 0 for the "other" row
+  std::string comm;
+  std::string cgroup;     ///< label of the series it was charged to last
+  bool kswapd = false;    ///< a kswapd thread (row of the kswapd-instance table)
+  bool exited = false;    ///< kept after exit (top by stall)
+  bool other = false;     ///< exited tasks beyond the top, and tasks past the cap
+  std::array<uint64_t, kReclaimKinds> reclaims{};  ///< by ReclaimKind
+  uint64_t stall_ns = 0;  ///< direct + memcg + softlimit stalls (not proactive)
+  uint64_t wake_requests = 0;
+  uint64_t scanned_pages = 0;  ///< lru_shrink_inactive nr_scanned
+  uint64_t reclaimed_pages = 0;
+  uint64_t write_sync = 0;   ///< write_folio with RECLAIM_WB_SYNC
+  uint64_t write_async = 0;  ///< write_folio with RECLAIM_WB_ASYNC
+  uint64_t throttled = 0;
+  uint64_t throttled_us = 0;
+  uint64_t kswapd_wakeups = 0;    ///< kswapd rows: mm_vmscan_kswapd_wake
+  uint64_t kswapd_rewakeups = 0;  ///< woken again while awake
+  uint64_t kswapd_awake_ns = 0;
 };
 
 inline constexpr size_t kWakeupOrders = 11;  // orders 0..9, then ">= 10"
@@ -126,10 +190,15 @@ struct AggregatorCounters {
   uint64_t pid_lookup_failures = 0;
   uint64_t pid_cache_resets = 0;  ///< cache cleared because max_pids was reached
   uint64_t overflow_events = 0;   ///< events charged to the overflow series
+  uint64_t cgroups_removed = 0;   ///< series dropped on cgroup_rmdir
+  uint64_t proactive_targeted = 0;  ///< events charged to a proactive episode's target
 };
 
 struct TraceSnapshot {
   std::vector<CgroupTraceStats> cgroups;  ///< unknown and overflow series included
+  /// Live tasks with vmscan activity (at most max_processes), then exited
+  /// ones (top max_exited_processes by stall), then one "other" row.
+  std::vector<ProcessTraceStats> processes;
   NodeTraceStats node;
   AggregatorCounters aggregator;
   // Filled by Tracer (tracer.h) from the session; zero when used standalone.
@@ -146,6 +215,13 @@ struct AggregatorOptions {
   /// Hierarchy id of memcg (v1) or 0 (v2): attach events for other hierarchies are
   /// ignored.
   int hierarchy_id = 0;
+  /// Live tasks with a report row; later ones are summed into "other".
+  size_t max_processes = 1024;
+  /// Exited tasks kept as rows (the most stalled); the rest go to "other".
+  size_t max_exited_processes = 32;
+  /// Event timestamps are CLOCK_MONOTONIC (instance trace_clock "mono"):
+  /// needed to match proactive episodes (beginProactiveTarget) to events.
+  bool mono_clock = false;
 };
 
 class Aggregator {
@@ -162,22 +238,57 @@ class Aggregator {
   /// Memcg reclaim by `tid` is counted as kProactive (our own background reclaim).
   void registerProactiveReclaimer(int32_t tid);
   void unregisterProactiveReclaimer(int32_t tid);
+  /// Episode of background reclaim by registered reclaimer `tid` on behalf of
+  /// `cgroup` (label, "/a/b"): everything `tid` does between begin and end
+  /// (event timestamps, CLOCK_MONOTONIC now) is charged to that cgroup, as
+  /// kind/context "proactive", instead of to the reclaimer's own cgroup.
+  /// The controller brackets a v1 limit nudge with these. Returns false (and
+  /// the reclaim stays charged to the writer) unless the trace clock is mono.
+  bool beginProactiveTarget(int32_t tid, std::string_view cgroup);
+  void endProactiveTarget(int32_t tid);
+  /// Same with explicit event-clock timestamps (tests).
+  bool beginProactiveTarget(int32_t tid, std::string_view cgroup, uint64_t ts);
+  void endProactiveTarget(int32_t tid, uint64_t ts);
 
  private:
   static constexpr uint8_t kFlagKswapd = 1;
   static constexpr uint8_t kFlagProactive = 2;
   static constexpr uint8_t kFlagExited = 4;
+  static constexpr uint32_t kNoProc = 0;
   struct PidState {
     uint32_t slot = 0;
     uint8_t flags = 0;
+    uint32_t proc = kNoProc;  // index into procs_ (report row), kNoProc = none
     std::array<uint64_t, 3> begin_ts{};  // direct, memcg, softlimit; 0 = none open
     uint64_t kswapd_wake_ts = 0;
+    uint64_t slab_start_ts = 0;
+  };
+  struct Episode {  // proactive reclaim on behalf of another cgroup
+    int32_t tid;
+    uint32_t slot;
+    uint64_t begin_ts, end_ts;  // end_ts = UINT64_MAX while open
   };
 
   void handle(const Event& e);
   PidState& pidState(int32_t tid);
   uint32_t internCgroup(std::string_view path, uint64_t id);
   void endReclaim(const Event& e, size_t begin_idx);
+  // tracing/aggregator_scan.cpp: detail events, report rows, rmdir, episodes.
+  void handleScan(const Event& e);
+  void removeCgroup(const Event& e);
+  static ReclaimContext contextOf(const PidState& st);
+  /// The series an event of `st` is charged to (a proactive episode's target
+  /// or the task's own cgroup).
+  uint32_t chargeSlot(const PidState& st, const Event& e) {
+    return (st.flags & kFlagProactive) && !episodes_.empty() ? episodeSlot(st, e) : st.slot;
+  }
+  uint32_t episodeSlot(const PidState& st, const Event& e);
+  /// The task's report row (created on first use; "other" past the cap).
+  ProcessTraceStats& proc(PidState& st, int32_t tid, uint32_t slot);
+  void dropProc(PidState& st);  // folds an exited task's row
+  void forgetPid(std::unordered_map<int32_t, PidState>::iterator it);
+  void clearPids();
+  std::string labelOf(uint32_t slot) const;
 
   const AggregatorOptions opts_;
   std::unique_ptr<CgroupResolver> resolver_;
@@ -187,6 +298,13 @@ class Aggregator {
   std::unordered_set<int32_t> proactive_;
   std::vector<CgroupTraceStats> slots_;  // slot 0: unknown
   std::unordered_map<std::string, uint32_t> by_path_;
+  std::vector<uint32_t> free_slots_;  // slots of removed cgroups, reused
+  std::vector<ProcessTraceStats> procs_;  // [0]: the "other" row
+  std::vector<uint32_t> procs_slot_;      // series each row was last charged to
+  std::vector<uint32_t> free_procs_;
+  size_t live_procs_ = 0;
+  std::vector<ProcessTraceStats> exited_procs_;  // top by stall
+  std::vector<Episode> episodes_;
   uint32_t overflow_slot_ = 0;  // 0 = not created yet
   NodeTraceStats node_;
   AggregatorCounters counters_;

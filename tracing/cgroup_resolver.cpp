@@ -66,6 +66,13 @@ std::optional<std::string> ProcCgroupResolver::resolve(int32_t tid) {
   return std::string(*p);
 }
 
+std::string ProcCgroupResolver::comm(int32_t tid) {
+  if (tid <= 0) return {};
+  auto text = readWholeFile(procfs_ + "/" + std::to_string(tid) + "/comm");
+  if (!text.ok()) return {};
+  return std::string(trimRight(*text));
+}
+
 uint64_t ProcCgroupResolver::idOf(const std::string& path) {
   if (cgroup_mount_.empty()) return 0;
   struct stat st {};

@@ -5,6 +5,7 @@
 // line per hierarchy (proc(5)). cgroup v1: the line whose controller list
 // contains "memory"; cgroup v2: the "0::/path" line. /proc/cgroups gives the
 // memory controller's hierarchy id (0 = v2 or not mounted as v1).
+// /proc/<tid>/comm: the task's name, for the reclaim report's rows.
 // A /proc lookup costs ~10-20 us, so it happens only on a cache miss.
 #pragma once
 
@@ -23,6 +24,9 @@ class CgroupResolver {
   virtual std::optional<std::string> resolve(int32_t tid) = 0;
   /// Inode of the cgroup directory (the cgroup id), 0 if unknown.
   virtual uint64_t idOf(const std::string& path) { return 0; }
+  /// The task's comm (/proc/<tid>/comm), empty if gone. Read once per task
+  /// with a report row (tasks that reclaim), not per event.
+  virtual std::string comm(int32_t tid) { return {}; }
 };
 
 /// Reads /proc/<tid>/cgroup.
@@ -34,6 +38,7 @@ class ProcCgroupResolver final : public CgroupResolver {
   ProcCgroupResolver(std::string procfs, int hierarchy_id, std::string cgroup_mount);
   std::optional<std::string> resolve(int32_t tid) override;
   uint64_t idOf(const std::string& path) override;
+  std::string comm(int32_t tid) override;
 
  private:
   std::string procfs_;

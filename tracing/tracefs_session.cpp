@@ -142,6 +142,14 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   if (memcg_tfs_instance_file_write(s->instance_, "tracing_on", "0") != 0) {
     return makeError(errno, inst_path + "/tracing_on", "write 0");
   }
+  if (!opts.trace_clock.empty() && opts.trace_clock != s->clock_) {
+    if (memcg_tfs_instance_file_write(s->instance_, "trace_clock", opts.trace_clock.c_str()) == 0) {
+      s->clock_ = opts.trace_clock;
+    } else {
+      log::warn("cannot set the instance's trace_clock; keeping local",
+                "clock=" + opts.trace_clock + " errno=" + std::to_string(errno));
+    }
+  }
   if (memcg_tfs_set_buffer_size_kb(s->instance_, opts.buffer_kb_per_cpu) != 0) {
     return makeError(errno, inst_path + "/buffer_size_kb", "set buffer size");
   }

@@ -51,6 +51,11 @@ struct SessionOptions {
   /// >= 1 s of a heavy reclaim storm between two polls.
   size_t buffer_kb_per_cpu = 8192;
   std::chrono::milliseconds poll_interval{200};
+  /// The instance's trace_clock. "mono" (CLOCK_MONOTONIC, 4.1+) lets user
+  /// space place its own actions on the events' time line (proactive
+  /// episodes, aggregator.h); if the kernel refuses it the default "local"
+  /// stays (traceClock() says which).
+  std::string trace_clock = "mono";
   /// Upper bound on sub-buffers read from one CPU per round (bounds memory).
   size_t max_subbufs_per_cpu_round = 512;
 };
@@ -91,6 +96,8 @@ class TracefsSession {
   /// The instance directory (…/instances/<name>).
   const std::string& instanceDir() const { return instance_dir_; }
   bool mountedByUs() const { return mounted_by_us_; }
+  /// The instance's trace_clock in use ("mono", or "local" if unchangeable).
+  const std::string& traceClock() const { return clock_; }
 
   /// Sets an in-kernel filter (if non-empty) and enables one event.
   Status enableEvent(const char* system, const char* event,
@@ -112,6 +119,7 @@ class TracefsSession {
   std::string root_;
   std::string instance_dir_;
   bool mounted_by_us_ = false;
+  std::string clock_ = "local";
   memcg_tfs_instance* instance_ = nullptr;
   size_t subbuf_size_ = 4096;
   SessionOptions opts_;

@@ -4,8 +4,9 @@
 // read from events/<system>/<event>/format. Field layouts are resolved at run
 // time from those files (see decoders.h), so a kernel that moves a field still
 // decodes correctly; an event that is missing is simply not enabled.
-// Timestamps are the ring buffer's clock (trace_clock "local": ns, per CPU,
-// synchronised across CPUs on x86 with a stable TSC). Page counts are pages.
+// Timestamps are the ring buffer's clock: the instance's trace_clock "mono"
+// (CLOCK_MONOTONIC ns, tracefs_session.h), or "local" (ns, per CPU) on a
+// kernel that refuses mono. Page counts are pages.
 // Minimum kernel: 5.10 for the vmscan events as listed (lru_shrink_inactive
 // with nr_activate0/1 since 4.17; cgroup_attach_task with dst_id since 5.5).
 #pragma once

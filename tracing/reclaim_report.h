@@ -6,14 +6,25 @@
 // Shape (all counts in pages or events, times in seconds):
 //   {"window_seconds": null | w, "tracing": {running, events, events_lost, ...},
 //    "cgroups": [ per-cgroup rows, most stalled first ],
+//    "processes": [ the script's per-process rows: pid, comm, cgroup, direct /
+//                   memcg / softlimit / proactive reclaims, kswapd wake requests,
+//                   pages scanned / reclaimed, sync / async write I/O, throttles,
+//                   time stalled; most stalled first, "other" last ],
+//    "kswapd_instances": [ per kswapd thread: wakeups, re-wakeups, pages
+//                   scanned / reclaimed, sync / async write I/O, time awake ],
 //    "summary": { the script's "Summary" block, direct + memcg + kswapd },
 //    "kswapd":  { wakeups, awake time, pages scanned/reclaimed, requests by order },
 //    "not_available": [ what the script prints that is not traced ] }
-// Rows are per cgroup, not per process: the aggregator keeps no per-pid
-// counters (per-pid state lives only while a task does, to bound memory).
+// Rows are per task (tid), as the script's "process" rows. Bounded: live
+// tasks with vmscan activity up to AggregatorOptions::max_processes (1024),
+// then max_exited_processes (32) exited tasks kept by stall time (the rest,
+// and live tasks past the cap, are summed into one "other" row). A task's
+// row is dropped from the live set at exit (folded as above).
 // Pages scanned are mm_vmscan_lru_shrink_inactive's nr_scanned (the script
-// used mm_vmscan_lru_isolate, which also counts active-list isolation).
-// Sync/async write I/O (mm_vmscan_write_folio) is not decoded.
+// used mm_vmscan_lru_isolate, which also counts active-list isolation; ours
+// is behind --collector.vmscan.lru-detail). Write I/O counts
+// mm_vmscan_write_folio events (folios, one per page on 4 KiB folios); since
+// 2.6.38 the kernel flags all of them async.
 #pragma once
 
 #include <chrono>

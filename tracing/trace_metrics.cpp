@@ -70,6 +70,57 @@ const Desc kStatElapsed = cg(Type::kCounter, "memcg_vmscan_reclaim_stat_elapsed_
                              "context.",
                              {"context"});
 
+// Detail events (tracing/aggregator_scan.cpp). lru = anon/file, list =
+// inactive/active, context as above.
+const Desc kIsoScanned = cg(Type::kCounter, "memcg_vmscan_lru_isolate_scanned_pages_total",
+                            "Pages scanned while isolating from LRU lists (mm_vmscan_lru_isolate "
+                            "nr_scanned; needs --collector.vmscan.lru-detail), by reclaim context, "
+                            "lru and list.",
+                            {"context", "lru", "list"});
+const Desc kIsoTaken = cg(Type::kCounter, "memcg_vmscan_lru_isolated_pages_total",
+                          "Pages isolated from LRU lists for reclaim (mm_vmscan_lru_isolate "
+                          "nr_taken), by reclaim context, lru and list.",
+                          {"context", "lru", "list"});
+const Desc kActiveTaken = cg(Type::kCounter, "memcg_vmscan_lru_active_scanned_pages_total",
+                             "Pages taken off active LRU lists to be aged "
+                             "(mm_vmscan_lru_shrink_active nr_taken; needs "
+                             "--collector.vmscan.lru-detail), by reclaim context and lru.",
+                             {"context", "lru"});
+const Desc kDeactivated = cg(Type::kCounter, "memcg_vmscan_lru_deactivated_pages_total",
+                             "Pages moved from active to inactive LRU lists "
+                             "(mm_vmscan_lru_shrink_active nr_deactivated), by context and lru.",
+                             {"context", "lru"});
+const Desc kWrites = cg(Type::kCounter, "memcg_vmscan_write_folios_total",
+                        "Folios reclaim started writeback on (mm_vmscan_write_folio; "
+                        "mm_vmscan_writepage before 6.3), by reclaim context and io (sync, async).",
+                        {"context", "io"});
+const Desc kThrottled = cg(Type::kCounter, "memcg_vmscan_throttled_total",
+                           "Times a task of the cgroup was throttled in reclaim "
+                           "(mm_vmscan_throttled), by reason (writeback, isolated, noprogress, "
+                           "congested).",
+                           {"reason"});
+const Desc kThrottledSec = cg(Type::kCounter, "memcg_vmscan_throttled_seconds_total",
+                              "Time spent throttled in reclaim (usec_delayed), by reason.",
+                              {"reason"});
+const Desc kSlabCalls = cg(Type::kCounter, "memcg_vmscan_slab_shrinks_total",
+                           "Slab shrinker calls by the cgroup's tasks (mm_shrink_slab_end; needs "
+                           "--collector.vmscan.shrink-slab), by reclaim context.",
+                           {"context"});
+const Desc kSlabFreed = cg(Type::kCounter, "memcg_vmscan_slab_freed_objects_total",
+                           "Objects the slab shrinkers freed (mm_shrink_slab_end retval), by "
+                           "reclaim context.",
+                           {"context"});
+const Desc kSlabSec = cg(Type::kCounter, "memcg_vmscan_slab_shrink_seconds_total",
+                         "Time spent in slab shrinkers (mm_shrink_slab_start -> end), by reclaim "
+                         "context.",
+                         {"context"});
+const Desc kPageoutScanned = cg(Type::kCounter, "memcg_vmscan_pageout_scanned_pages_total",
+                                "Pages scanned by reclaim of given folios (mm_vmscan_reclaim_pages: "
+                                "MADV_PAGEOUT, DAMON) by the cgroup's tasks.");
+const Desc kPageoutReclaimed = cg(Type::kCounter, "memcg_vmscan_pageout_reclaimed_pages_total",
+                                  "Pages reclaimed by reclaim of given folios "
+                                  "(mm_vmscan_reclaim_pages).");
+
 const Desc kKswapdWakeups = node(Type::kCounter, "memcg_node_vmscan_kswapd_wakeups_total",
                                  "kswapd wake-ups (mm_vmscan_kswapd_wake), all nodes.");
 const Desc kKswapdAwake = node(Type::kCounter, "memcg_node_vmscan_kswapd_awake_seconds_total",
@@ -97,6 +148,9 @@ const Desc kPidLookups = node(Type::kCounter, "memcg_trace_pid_lookups_total",
 const Desc kPidLookupFailures = node(Type::kCounter, "memcg_trace_pid_lookup_failures_total",
                                      "Cache misses whose task was gone or unreadable (charged to "
                                      "cgroup=\"_unknown\").");
+const Desc kCgroupsRemoved = node(Type::kCounter, "memcg_trace_cgroups_removed_total",
+                                  "Cgroup series dropped because the cgroup was removed "
+                                  "(cgroup:cgroup_rmdir).");
 const Desc kOverflowEvents = node(Type::kCounter, "memcg_trace_overflow_events_total",
                                   "Reclaim ends charged to cgroup=\"_overflow\" (series cap reached).");
 
@@ -115,6 +169,49 @@ constexpr StatContext kStatContexts[] = {
 };
 
 double d(uint64_t v) { return static_cast<double>(v); }
+
+template <class Label>
+void renderDetail(const ScanDetail& dt, Label& cgLabel, metrics::Sink& sink) {
+  for (size_t x = 0; x < kReclaimContexts; ++x) {
+    const char* ctx = reclaimContextName(static_cast<ReclaimContext>(x));
+    for (size_t l = 0; l < kLruTypes; ++l) {
+      const char* lru = lruTypeName(static_cast<LruType>(l));
+      for (size_t li = 0; li < kLruLists; ++li) {
+        const IsolateStats& i = dt.isolate[x][l][li];
+        if (i.scanned_pages == 0 && i.taken_pages == 0) continue;
+        const char* list = lruListName(static_cast<LruList>(li));
+        sink.add(kIsoScanned, {cgLabel(), ctx, lru, list}, d(i.scanned_pages));
+        sink.add(kIsoTaken, {cgLabel(), ctx, lru, list}, d(i.taken_pages));
+      }
+      const ActiveStats& a = dt.active[x][l];
+      if (a.taken_pages || a.deactivated_pages) {
+        sink.add(kActiveTaken, {cgLabel(), ctx, lru}, d(a.taken_pages));
+        sink.add(kDeactivated, {cgLabel(), ctx, lru}, d(a.deactivated_pages));
+      }
+    }
+    for (size_t w = 0; w < kWriteIos; ++w) {
+      if (dt.write_folios[x][w] == 0) continue;
+      sink.add(kWrites, {cgLabel(), ctx, writeIoName(static_cast<WriteIo>(w))},
+               d(dt.write_folios[x][w]));
+    }
+    const SlabStats& sl = dt.slab[x];
+    if (sl.calls) {
+      sink.add(kSlabCalls, {cgLabel(), ctx}, d(sl.calls));
+      sink.add(kSlabFreed, {cgLabel(), ctx}, d(sl.freed_objects));
+      sink.add(kSlabSec, {cgLabel(), ctx}, static_cast<double>(sl.ns) * 1e-9);
+    }
+  }
+  for (size_t r = 0; r < kThrottleSlots; ++r) {
+    if (dt.throttled[r].count == 0) continue;
+    sink.add(kThrottled, {cgLabel(), throttleReasonName(r)}, d(dt.throttled[r].count));
+    sink.add(kThrottledSec, {cgLabel(), throttleReasonName(r)},
+             static_cast<double>(dt.throttled[r].delayed_us) * 1e-6);
+  }
+  if (dt.pageout_scanned_pages || dt.pageout_reclaimed_pages) {
+    sink.add(kPageoutScanned, {cgLabel()}, d(dt.pageout_scanned_pages));
+    sink.add(kPageoutReclaimed, {cgLabel()}, d(dt.pageout_reclaimed_pages));
+  }
+}
 
 void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
   // Kept once the cgroup has anything to show.
@@ -153,6 +250,7 @@ void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
         sink.add(kLruWriteback, {cgLabel(), ctx, lru}, d(s.writeback_pages));
     }
   }
+  renderDetail(c.detail, cgLabel, sink);
   if (c.kswapd_wakeup_requests) sink.add(kWakeReq, {cgLabel()}, d(c.kswapd_wakeup_requests));
   if (c.tasks_attached) sink.add(kAttached, {cgLabel()}, d(c.tasks_attached));
   for (const StatContext& sc : kStatContexts) {
@@ -174,7 +272,9 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
           &kStatScanned,  &kStatFreed,     &kStatElapsed,    &kKswapdWakeups, &kKswapdAwake,
           &kWakeReqOrder, &kUp,            &kEvents,         &kLost,         &kDecodeErrors,
           &kReaderCpu,    &kPidCache,      &kPidLookups,     &kPidLookupFailures,
-          &kOverflowEvents};
+          &kOverflowEvents, &kIsoScanned,  &kIsoTaken,       &kActiveTaken,  &kDeactivated,
+          &kWrites,       &kThrottled,     &kThrottledSec,   &kSlabCalls,    &kSlabFreed,
+          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved};
 }
 
 std::string_view traceCgroupLabel(const CgroupTraceStats& c) {
@@ -193,6 +293,7 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
   sink.add(kPidLookups, {}, d(s.aggregator.pid_lookups));
   sink.add(kPidLookupFailures, {}, d(s.aggregator.pid_lookup_failures));
   sink.add(kOverflowEvents, {}, d(s.aggregator.overflow_events));
+  sink.add(kCgroupsRemoved, {}, d(s.aggregator.cgroups_removed));
 
   sink.add(kKswapdWakeups, {}, d(s.node.kswapd_wakeups));
   sink.add(kKswapdAwake, {}, static_cast<double>(s.node.kswapd_awake_ns) * 1e-9);

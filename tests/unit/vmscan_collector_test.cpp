@@ -65,6 +65,14 @@ TraceSnapshot sampleSnapshot() {
   L(x, ReclaimContext::kProactive, LruType::kFile) = {10, 8, 0, 0};
   x.kswapd_wakeup_requests = 7;
   x.tasks_attached = 1;
+  const size_t mc = static_cast<size_t>(ReclaimContext::kMemcg);
+  x.detail.isolate[mc][1][0] = {40, 32};  // file, inactive
+  x.detail.active[mc][0] = {16, 6};        // anon
+  x.detail.write_folios[mc][1] = 3;        // async
+  x.detail.throttled[0] = {1, 2000};       // writeback, 2 ms
+  x.detail.slab[mc] = {5, 100, 3000};
+  x.detail.pageout_scanned_pages = 64;
+  x.detail.pageout_reclaimed_pages = 60;
   s.cgroups.push_back(x);
 
   CgroupTraceStats idle;  // interned but never active: no series
@@ -74,6 +82,7 @@ TraceSnapshot sampleSnapshot() {
   CgroupTraceStats root;  // kswapd's own scans land in its cgroup (the root)
   root.path = "/";
   L(root, ReclaimContext::kKswapd, LruType::kFile) = {1000, 900, 0, 0};
+  root.detail.write_folios[static_cast<size_t>(ReclaimContext::kKswapd)][1] = 2;
   s.cgroups.push_back(root);
 
   CgroupTraceStats over;
@@ -83,6 +92,41 @@ TraceSnapshot sampleSnapshot() {
   R(over, ReclaimKind::kMemcg).stall.observe(4'000);
   R(over, ReclaimKind::kMemcg).stall.observe(4'000);
   s.cgroups.push_back(over);
+
+  ProcessTraceStats cat;
+  cat.pid = 4242;
+  cat.comm = "cat";
+  cat.cgroup = kCg;
+  cat.reclaims[static_cast<size_t>(ReclaimKind::kMemcg)] = 3;
+  cat.stall_ns = 20'000'032'000;
+  cat.wake_requests = 7;
+  cat.scanned_pages = 120;
+  cat.reclaimed_pages = 90;
+  cat.write_async = 3;
+  s.processes.push_back(cat);
+  ProcessTraceStats quick = cat;  // exited, less stalled
+  quick.pid = 4243;
+  quick.comm = "dd";
+  quick.exited = true;
+  quick.stall_ns = 1'000'000;
+  s.processes.push_back(quick);
+  ProcessTraceStats kswapd;
+  kswapd.pid = 80;
+  kswapd.comm = "kswapd0";
+  kswapd.cgroup = "/";
+  kswapd.kswapd = true;
+  kswapd.kswapd_wakeups = 4;
+  kswapd.kswapd_rewakeups = 1;
+  kswapd.kswapd_awake_ns = 1'500'000'000;
+  kswapd.scanned_pages = 1000;
+  kswapd.reclaimed_pages = 900;
+  kswapd.write_async = 2;
+  s.processes.push_back(kswapd);
+  ProcessTraceStats other;
+  other.other = true;
+  other.reclaims[static_cast<size_t>(ReclaimKind::kDirect)] = 1;
+  other.stall_ns = 1'000'000'000'000;  // sorts last anyway
+  s.processes.push_back(other);
   return s;
 }
 
@@ -246,7 +290,92 @@ TEST(RenderTraceSnapshot, PassesPromtool) {
 #endif
 }
 
+TEST(RenderTraceSnapshot, ScanDetailSeries) {
+  metrics::Sink sink;
+  std::string t = render(sampleSnapshot(), sink);
+  const std::string c = std::string("cgroup=\"") + kCg + "\"";
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_lru_isolated_pages_total{" + c +
+                             ",context=\"memcg\",lru=\"file\",list=\"inactive\"} 32")) << t;
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_lru_isolate_scanned_pages_total{" + c +
+                             ",context=\"memcg\",lru=\"file\",list=\"inactive\"} 40"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_lru_active_scanned_pages_total{" + c +
+                             ",context=\"memcg\",lru=\"anon\"} 16"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_lru_deactivated_pages_total{" + c +
+                             ",context=\"memcg\",lru=\"anon\"} 6"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_write_folios_total{" + c +
+                             ",context=\"memcg\",io=\"async\"} 3"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_write_folios_total{cgroup=\"/\",context=\"kswapd\",io=\"async\"} 2"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_throttled_total{" + c + ",reason=\"writeback\"} 1"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_throttled_seconds_total{" + c + ",reason=\"writeback\"} 0.002"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_slab_shrinks_total{" + c + ",context=\"memcg\"} 5"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_slab_freed_objects_total{" + c + ",context=\"memcg\"} 100"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_slab_shrink_seconds_total{" + c + ",context=\"memcg\"} 3e-06"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_pageout_scanned_pages_total{" + c + "} 64"));
+  EXPECT_TRUE(hasLine(t, "memcg_vmscan_pageout_reclaimed_pages_total{" + c + "} 60"));
+  EXPECT_TRUE(hasLine(t, "memcg_trace_cgroups_removed_total 0"));
+  // Zero detail is not written (the idle and unknown series have none).
+  EXPECT_EQ(t.find("memcg_vmscan_write_folios_total{cgroup=\"_unknown\""), std::string::npos);
+  EXPECT_EQ(t.find("io=\"sync\""), std::string::npos);
+}
+
 // --- reclaim report -----------------------------------------------------------
+
+TEST(ReclaimReport, ProcessAndKswapdRows) {
+  nlohmann::json j = reclaimReport(sampleSnapshot());
+  const auto& p = j["processes"];
+  ASSERT_EQ(p.size(), 3u) << j.dump(2);
+  EXPECT_EQ(p[0]["pid"], 4242);
+  EXPECT_EQ(p[0]["comm"], "cat");
+  EXPECT_EQ(p[0]["cgroup"], kCg);
+  EXPECT_EQ(p[0]["memcg_reclaims"], 3);
+  EXPECT_EQ(p[0]["kswapd_wake_requests"], 7);
+  EXPECT_EQ(p[0]["pages_scanned"], 120);
+  EXPECT_EQ(p[0]["write_async_io"], 3);
+  EXPECT_EQ(p[0]["write_sync_io"], 0);
+  EXPECT_NEAR(p[0]["time_stalled_seconds"].get<double>(), 20.000032, 1e-9);
+  EXPECT_EQ(p[1]["pid"], 4243);
+  EXPECT_EQ(p[1]["exited"], true);
+  EXPECT_TRUE(p[2]["pid"].is_null());  // "other" last despite its stall
+  EXPECT_EQ(p[2]["comm"], "other");
+  const auto& k = j["kswapd_instances"];
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0]["comm"], "kswapd0");
+  EXPECT_EQ(k[0]["kswapd_wakeups"], 4);
+  EXPECT_EQ(k[0]["kswapd_rewakeups"], 1);
+  EXPECT_EQ(k[0]["pages_reclaimed"], 900);
+  EXPECT_EQ(k[0]["write_async_io"], 2);
+  EXPECT_DOUBLE_EQ(k[0]["time_awake_seconds"].get<double>(), 1.5);
+  const auto& s = j["summary"];
+  EXPECT_EQ(s["memcg_reclaim_write_async_io"], 3);
+  EXPECT_EQ(s["kswapd_reclaim_write_async_io"], 2);
+  EXPECT_EQ(s["direct_reclaim_write_sync_io"], 0);
+  EXPECT_EQ(s["throttled"], 1);
+  EXPECT_DOUBLE_EQ(s["time_throttled_seconds"].get<double>(), 0.002);
+  EXPECT_EQ(j["cgroups"][0]["write_async_io"], 3);
+  EXPECT_EQ(j["cgroups"][0]["pageout_pages_reclaimed"], 60);
+}
+
+TEST(ReclaimReport, WindowSubtractsProcessRows) {
+  TraceSnapshot base = sampleSnapshot();
+  TraceSnapshot now = base;
+  now.processes[0].reclaims[static_cast<size_t>(ReclaimKind::kMemcg)] += 2;
+  now.processes[0].stall_ns += 5'000;
+  ProcessTraceStats reused = now.processes[1];  // same pid, another program
+  reused.comm = "sh";
+  reused.exited = false;
+  reused.stall_ns = 7;
+  now.processes.push_back(reused);
+  now.cgroups[1].detail.write_folios[static_cast<size_t>(ReclaimContext::kMemcg)][1] += 4;
+  nlohmann::json j = reclaimReport(now, &base, 30.0);
+  const auto& p = j["processes"];
+  ASSERT_EQ(p.size(), 2u) << j.dump(2);
+  EXPECT_EQ(p[0]["comm"], "cat");
+  EXPECT_EQ(p[0]["memcg_reclaims"], 2);
+  EXPECT_NEAR(p[0]["time_stalled_seconds"].get<double>(), 5e-6, 1e-15);
+  EXPECT_EQ(p[1]["comm"], "sh");
+  EXPECT_EQ(j["kswapd_instances"].size(), 0u);
+  EXPECT_EQ(j["summary"]["memcg_reclaim_write_async_io"], 4);
+}
 
 TEST(ReclaimReport, WholeRun) {
   nlohmann::json j = reclaimReport(sampleSnapshot());

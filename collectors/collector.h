@@ -35,6 +35,9 @@ struct CollectorConfig {
   std::string memoryStatFields;
   /// taskstats: switch kernel.task_delayacct on at start (off again at exit).
   bool enableDelayacct = false;
+  /// vmscan: off-by-default tracepoints (tracing/tracer.h explains the cost).
+  bool vmscanLruDetail = false;   ///< lru_isolate + lru_shrink_active
+  bool vmscanShrinkSlab = false;  ///< mm_shrink_slab_start/end
 };
 
 struct ScrapeContext {

@@ -29,6 +29,8 @@ class VmscanCollector : public Collector {
     o.session.tracefs_path = cfg.tracefsPath;
     o.session.instance_name = tracing::collectorInstanceName();
     o.procfs = cfg.procfsRoot;
+    o.lru_detail = cfg.vmscanLruDetail;
+    o.shrink_slab = cfg.vmscanShrinkSlab;
     o.memory_root = cfg.layout.memoryRoot;
     // hybrid: memory is on the v1 hierarchy; only kV2 puts it on cgroup2.
     o.memory_v2 = cfg.layout.mode == CgroupMode::kV2;

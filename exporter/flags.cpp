@@ -80,6 +80,16 @@ const std::vector<Flag>& flagTable() {
        "Switch kernel.task_delayacct on at start (and off again at exit) for the taskstats collector.",
        true, [](Options& o, const std::string& v) { o.collector.enableDelayacct = v == "true"; },
        "false"},
+      {"collector.vmscan.lru-detail",
+       "Also trace mm_vmscan_lru_isolate and mm_vmscan_lru_shrink_active (pages isolated, "
+       "active-list scans and deactivations; costs the reclaiming tasks ~0.4 us per LRU batch).",
+       true, [](Options& o, const std::string& v) { o.collector.vmscanLruDetail = v == "true"; },
+       "false"},
+      {"collector.vmscan.shrink-slab",
+       "Also trace mm_shrink_slab_start/end (slab shrinker calls, objects freed, time; one pair "
+       "per shrinker call, the most frequent vmscan events).",
+       true, [](Options& o, const std::string& v) { o.collector.vmscanShrinkSlab = v == "true"; },
+       "false"},
       {"collector.disable-defaults", "Disable all collectors not enabled explicitly.", true,
        [](Options& o, const std::string& v) { o.disableDefaults = v == "true"; }, "false"},
       {"controller.enable",

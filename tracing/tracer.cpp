@@ -50,6 +50,7 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
     for (const auto& e : kEventNames) {
       if (e.type == EventType::kWakeupKswapd && !opts.wakeup_kswapd) continue;
       if (e.type == EventType::kLruShrinkInactive && !opts.lru) continue;
+      if (!scanEventWanted(e.type, opts)) continue;
       if ((e.type == EventType::kProcessFork || e.type == EventType::kProcessExit) &&
           !opts.fork_exit) {
         continue;
@@ -67,12 +68,15 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
     std::string filter;
     if (type == EventType::kCgroupAttach) {
       filter = "dst_root==" + std::to_string(aopts.hierarchy_id);
+    } else if (type == EventType::kCgroupRmdir) {
+      filter = "root==" + std::to_string(aopts.hierarchy_id);
     }
-    auto st = t->session_->enableEvent(en->system, en->name, filter);
+    auto st = t->session_->enableEvent(en->system, t->formats_->nameOf(type), filter);
     if (!st.ok()) return st.error();
     t->enabled_.push_back(type);
   }
 
+  aopts.mono_clock = t->session_->traceClock() == "mono";
   t->aggregator_ = std::make_unique<Aggregator>(
       aopts,
       std::make_unique<ProcCgroupResolver>(opts.procfs, aopts.hierarchy_id, opts.memory_root));
@@ -80,6 +84,27 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
   auto st = t->session_->start(t.get());
   if (!st.ok()) return st.error();
   return t;
+}
+
+bool scanEventWanted(EventType t, const TracerOptions& o) {
+  switch (t) {
+    case EventType::kLruIsolate:
+    case EventType::kLruShrinkActive:
+      return o.lru_detail;
+    case EventType::kShrinkSlabStart:
+    case EventType::kShrinkSlabEnd:
+      return o.shrink_slab;
+    case EventType::kWriteFolio:
+      return o.write_folio;
+    case EventType::kThrottled:
+      return o.throttled;
+    case EventType::kReclaimPages:
+      return o.reclaim_pages;
+    case EventType::kCgroupRmdir:
+      return o.cgroup_rmdir;
+    default:
+      return true;
+  }
 }
 
 Tracer::~Tracer() { stop(); }

@@ -20,8 +20,27 @@
 //    before /proc could be read) and entries are dropped on exit, so the
 //    cache is bounded by live tasks and a reused pid is never misattributed.
 //    Their rate is the fork rate; each hit costs far less than the fork.
-// Off (not decoded yet): lru_isolate, lru_shrink_active, write_folio,
-// throttled, shrink_slab, reclaim_pages, node_reclaim, lock contention.
+//  - vmscan write_folio (6.1: writepage): one per folio reclaim starts
+//    writeback on (swap-out, kswapd writing dirty file folios); its cost is
+//    small beside the I/O it starts. Gives the script's sync/async I/O columns.
+//  - vmscan throttled: one per throttle sleep (milliseconds long); rare.
+//  - vmscan reclaim_pages: one per node per reclaim_pages() call
+//    (MADV_PAGEOUT, DAMON); rare.
+//  - cgroup:cgroup_rmdir, filtered to the memcg hierarchy (root==<id>): drops
+//    a removed cgroup's series; rare.
+// Off by default (each would add its rate x ~0.4 us to the traced tasks):
+//  - vmscan lru_isolate and lru_shrink_active (--collector.vmscan.lru-detail):
+//    one isolate per shrink_inactive/shrink_active batch (so lru_isolate alone
+//    doubles the per-batch cost of the always-on lru_shrink_inactive) and one
+//    shrink_active per active-list batch; measured here with a memcg
+//    streaming a file (tests/live/tracing_live_test.cpp ScanDetailEvents):
+//    they add 1-2 events per lru_shrink_inactive. Their scanned/reclaimed
+//    figures are otherwise already given by lru_shrink_inactive.
+//  - vmscan shrink_slab_start/end (--collector.vmscan.shrink-slab): a pair per
+//    shrinker call, i.e. per shrinker x memcg x node on every reclaim pass;
+//    with many cgroups and memcg-aware shrinkers the most frequent vmscan
+//    events by far.
+// Not decoded: node_reclaim (zone_reclaim_mode only), lock contention.
 #pragma once
 
 #include <memory>
@@ -51,6 +70,13 @@ struct TracerOptions {
   bool wakeup_kswapd = true;
   bool lru = true;
   bool fork_exit = true;
+  // Detail events (tracer.cpp scanEventWanted; choice explained above).
+  bool lru_detail = false;   ///< lru_isolate + lru_shrink_active
+  bool shrink_slab = false;  ///< mm_shrink_slab_start/end
+  bool write_folio = true;
+  bool throttled = true;
+  bool reclaim_pages = true;
+  bool cgroup_rmdir = true;
   /// Only these events if non-empty (tests); overrides the switches above.
   std::vector<EventType> only_events;
 };
@@ -84,6 +110,9 @@ class Tracer : private RecordSink {
   size_t chunk_used_ = 0;
   std::atomic<uint64_t> decode_errors_{0};
 };
+
+/// Whether `opts` wants the detail event `t` (true for the other events).
+bool scanEventWanted(EventType t, const TracerOptions& opts);
 
 /// Instance name of the tracer the vmscan collector starts (default
 /// "memcg_exporter"). Live tests set a memcg_exporter_test_* name before

@@ -563,7 +563,10 @@ void Controller::workerLoop() {
       if (p->removed) continue;
       p->busy = true;
     }
+    // The episode's reclaim is charged to its cgroup (kind proactive), not ours.
+    if (tracer) tracer->aggregator().beginProactiveTarget(tid, p->p.cgroup);
     episode(p);
+    if (tracer) tracer->aggregator().endProactiveTarget(tid);
     bool removed;
     {
       std::lock_guard<std::mutex> g(mu_);

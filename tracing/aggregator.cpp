@@ -296,12 +296,16 @@ void Aggregator::apply(std::span<const Event> events) {
 
 void Aggregator::endRound() {
   std::lock_guard<std::mutex> g(mu_);
-  // Exits are applied late so that records of the exiting task that sit on
-  // another CPU's not-yet-merged page still find its cgroup in this round.
-  for (int32_t tid : exited_) {
+  // Exits are applied one round late: a round reads the CPUs one after the
+  // other, so a record the task wrote on an already-read CPU just before
+  // exiting on a later-read one only arrives in the next round (seen live:
+  // the last few memcg reclaims of a streaming task). It must still find
+  // the task's cgroup and report row.
+  for (int32_t tid : exited_prev_) {
     auto it = pids_.find(tid);
     if (it != pids_.end() && (it->second.flags & kFlagExited)) forgetPid(it);
   }
+  exited_prev_.swap(exited_);
   exited_.clear();
 }
 

@@ -230,7 +230,8 @@ class Aggregator {
 
   /// Reader thread: folds events in order (the session merges CPUs by time).
   void apply(std::span<const Event> events);
-  /// Reader thread: end of a read round; forgets tasks that exited in it.
+  /// Reader thread: end of a read round; forgets tasks that exited in the
+  /// round before it (late records of a task still find it).
   void endRound();
   /// Any thread: a consistent copy of all series.
   TraceSnapshot snapshot() const;
@@ -294,7 +295,8 @@ class Aggregator {
   std::unique_ptr<CgroupResolver> resolver_;
   mutable std::mutex mu_;
   std::unordered_map<int32_t, PidState> pids_;
-  std::vector<int32_t> exited_;
+  std::vector<int32_t> exited_;       // exits seen in this round
+  std::vector<int32_t> exited_prev_;  // ... in the previous one (forgotten now)
   std::unordered_set<int32_t> proactive_;
   std::vector<CgroupTraceStats> slots_;  // slot 0: unknown
   std::unordered_map<std::string, uint32_t> by_path_;

@@ -36,6 +36,19 @@ TEST(Flags, NodeExporterStyle) {
   EXPECT_EQ(std::count(on.begin(), on.end(), "vmstat"), 0);
 }
 
+TEST(Flags, VmscanDetailEventsAreOffUntilAsked) {
+  Options d = parse({});
+  EXPECT_FALSE(d.collector.vmscanLruDetail);
+  EXPECT_FALSE(d.collector.vmscanShrinkSlab);
+  Options o = parse({"--collector.vmscan.lru-detail", "--collector.vmscan.shrink-slab=true"});
+  EXPECT_TRUE(o.collector.vmscanLruDetail);
+  EXPECT_TRUE(o.collector.vmscanShrinkSlab);
+  auto on = o.enabledCollectors();
+  EXPECT_EQ(std::count(on.begin(), on.end(), "vmscan"), 1);  // an option, not a collector
+  EXPECT_FALSE(parse({"--no-collector.vmscan.lru-detail"}).collector.vmscanLruDetail);
+  EXPECT_THROW(parse({"--collector.vmscan.shrink-slab=yes"}), std::invalid_argument);
+}
+
 TEST(Flags, DisableDefaultsThenEnableOne) {
   Options o = parse({"--collector.disable-defaults", "--collector.pressure"});
   EXPECT_EQ(o.enabledCollectors(), std::vector<std::string>{"pressure"});

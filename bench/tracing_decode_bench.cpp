@@ -5,6 +5,12 @@
 // committed 6.18 format files, in the mix a memcg streaming workload shows:
 // per reclaim pass a memcg begin, 4 lru_shrink_inactive, an end, and 2
 // wakeup_kswapd requests, spread over 64 tasks in 8 cgroups.
+// The "Detail" variants use the mix with every detail event on
+// (--collector.vmscan.lru-detail and .shrink-slab): per pass a memcg begin,
+// 4 x (lru_isolate, lru_shrink_inactive), 2 x (lru_isolate,
+// lru_shrink_active), 3 write_folio, 4 shrink_slab start/end pairs, a
+// throttled every 8th pass, the end, and 2 wakeup_kswapd; a reclaim_pages
+// every 16th pass.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -33,8 +39,8 @@ struct Corpus {
   std::vector<uint64_t> ts;
 };
 
-Corpus& corpus() {
-  static Corpus c = [] {
+Corpus build(bool detail) {
+  {
     Corpus c;
     auto f = EventFormats::load(MEMCG_TRACEFS_FIXTURES);
     if (!f.ok()) std::abort();
@@ -56,18 +62,66 @@ Corpus& corpus() {
       std::memcpy(r.data() + f.offset, &v, f.size);
     };
     uint64_t now = 1'000'000;
+    auto add = [&](std::vector<uint8_t> r, uint64_t dt) {
+      c.records.push_back(std::move(r));
+      c.ts.push_back(now += dt);
+    };
     for (int pass = 0; pass < 4096; ++pass) {
       int32_t pid = 1000 + pass % 64;
       auto b = make(EventType::kMemcgReclaimBegin, pid, 24);
       c.records.push_back(b);
       c.ts.push_back(now += 200);
+      if (detail) {
+        for (int i = 0; i < 2; ++i) {
+          auto iso = make(EventType::kLruIsolate, pid, 52);
+          put(iso, EventType::kLruIsolate, Decoder::kNrScanned, 32);
+          put(iso, EventType::kLruIsolate, Decoder::kNrTaken, 32);
+          put(iso, EventType::kLruIsolate, Decoder::kLru, 3);
+          add(iso, 100);
+          auto a = make(EventType::kLruShrinkActive, pid, 56);
+          put(a, EventType::kLruShrinkActive, Decoder::kNrTaken, 32);
+          put(a, EventType::kLruShrinkActive, Decoder::kNrDeactivated, 20);
+          put(a, EventType::kLruShrinkActive, Decoder::kReclaimFlags, kReclaimWbFile);
+          add(a, 1000);
+        }
+        for (int i = 0; i < 4; ++i) {
+          add(make(EventType::kShrinkSlabStart, pid, 80), 50);
+          auto e = make(EventType::kShrinkSlabEnd, pid, 64);
+          put(e, EventType::kShrinkSlabEnd, Decoder::kFreed, 10);
+          add(e, 400);
+        }
+        if (pass % 8 == 0) {
+          auto t = make(EventType::kThrottled, pid, 24);
+          put(t, EventType::kThrottled, Decoder::kDelayedUs, 100);
+          put(t, EventType::kThrottled, Decoder::kReason, 1);
+          add(t, 100);
+        }
+        if (pass % 16 == 0) {
+          auto r = make(EventType::kReclaimPages, pid, 88);
+          put(r, EventType::kReclaimPages, Decoder::kNrScanned, 512);
+          put(r, EventType::kReclaimPages, Decoder::kNrReclaimed, 500);
+          add(r, 100);
+        }
+      }
       for (int i = 0; i < 4; ++i) {
+        if (detail) {
+          auto iso = make(EventType::kLruIsolate, pid, 52);
+          put(iso, EventType::kLruIsolate, Decoder::kNrScanned, 32);
+          put(iso, EventType::kLruIsolate, Decoder::kNrTaken, 32);
+          put(iso, EventType::kLruIsolate, Decoder::kLru, 2);
+          add(iso, 100);
+        }
         auto l = make(EventType::kLruShrinkInactive, pid, 96);
         put(l, EventType::kLruShrinkInactive, Decoder::kNrScanned, 32);
         put(l, EventType::kLruShrinkInactive, Decoder::kNrReclaimed, 30);
         put(l, EventType::kLruShrinkInactive, Decoder::kReclaimFlags, kReclaimWbFile);
         c.records.push_back(l);
         c.ts.push_back(now += 3000);
+        if (detail && i < 3) {
+          auto w = make(EventType::kWriteFolio, pid, 24);
+          put(w, EventType::kWriteFolio, Decoder::kReclaimFlags, kReclaimWbFile | kReclaimWbAsync);
+          add(w, 100);
+        }
       }
       auto e = make(EventType::kMemcgReclaimEnd, pid, 16);
       put(e, EventType::kMemcgReclaimEnd, Decoder::kNrReclaimed, 120);
@@ -80,12 +134,17 @@ Corpus& corpus() {
       }
     }
     return c;
-  }();
-  return c;
+  }
+}
+
+Corpus& corpus(bool detail) {
+  static Corpus plain = build(false);
+  static Corpus full = build(true);
+  return detail ? full : plain;
 }
 
 void BM_Decode(benchmark::State& state) {
-  Corpus& c = corpus();
+  Corpus& c = corpus(state.range(0) != 0);
   Event e;
   for (auto _ : state) {
     for (size_t i = 0; i < c.records.size(); ++i) {
@@ -96,10 +155,10 @@ void BM_Decode(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * c.records.size()));
 }
-BENCHMARK(BM_Decode);
+BENCHMARK(BM_Decode)->ArgName("detail")->Arg(0)->Arg(1);
 
 void BM_DecodeAggregate(benchmark::State& state) {
-  Corpus& c = corpus();
+  Corpus& c = corpus(state.range(0) != 0);
   Aggregator agg(AggregatorOptions{}, std::make_unique<StaticResolver>());
   std::vector<Event> chunk(1024);
   for (auto _ : state) {
@@ -118,10 +177,10 @@ void BM_DecodeAggregate(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * c.records.size()));
 }
-BENCHMARK(BM_DecodeAggregate);
+BENCHMARK(BM_DecodeAggregate)->ArgName("detail")->Arg(0)->Arg(1);
 
 void BM_Snapshot(benchmark::State& state) {
-  Corpus& c = corpus();
+  Corpus& c = corpus(true);
   Aggregator agg(AggregatorOptions{}, std::make_unique<StaticResolver>());
   std::vector<Event> ev(c.records.size());
   for (size_t i = 0; i < c.records.size(); ++i) {

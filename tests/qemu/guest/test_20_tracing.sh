@@ -52,8 +52,15 @@ fields() {
 layout() { awk -F'\t' '/field:/ { printf "%s %s %s|", $2, $3, $4 }' "$1"; }
 for e in vmscan/mm_vmscan_memcg_reclaim_begin vmscan/mm_vmscan_memcg_reclaim_end \
   vmscan/mm_vmscan_lru_shrink_inactive cgroup/cgroup_attach_task sched/sched_process_fork \
-  sched/sched_process_exit; do
-  mt_info "format ${e##*/}: $(fields "${TRACEFS}/events/${e}/format")"
+  sched/sched_process_exit vmscan/mm_vmscan_lru_isolate vmscan/mm_vmscan_lru_shrink_active \
+  vmscan/mm_vmscan_write_folio vmscan/mm_vmscan_writepage vmscan/mm_vmscan_throttled \
+  vmscan/mm_shrink_slab_start vmscan/mm_shrink_slab_end vmscan/mm_vmscan_reclaim_pages \
+  cgroup/cgroup_rmdir; do
+  if [ -f "${TRACEFS}/events/${e}/format" ]; then
+    mt_info "format ${e##*/}: $(fields "${TRACEFS}/events/${e}/format")"
+  else
+    mt_info "format ${e##*/}: absent on this kernel (not enabled)"
+  fi
 done
 if [ -d /tests/host_formats ]; then
   n=0; ids=0; differ=""
@@ -244,6 +251,35 @@ if scrape "${URL}/api/v1/reclaim/report" "${R}" && grep -q '"/memcg_exporter_tes
 else
   mt_fail trace_reclaim_report_names_cgroup "GET ${URL}/api/v1/reclaim/report:" \
     "$(head -c 300 "${R}" 2>/dev/null)"
+fi
+
+# The report's per-process row of the workload's cat (the only task of the
+# cgroup that reclaims): its memcg reclaims are the cgroup's.
+cat_row="$(grep -o '{[^{}]*"comm":"cat"[^{}]*}' "${R}" 2>/dev/null | head -n 1)"
+cat_n="$(printf '%s' "${cat_row}" | grep -o '"memcg_reclaims":[0-9]*' | cut -d: -f2)"
+if [ -n "${cat_n}" ] && [ "${cat_n}" = "${r_total}" ]; then
+  mt_pass trace_report_process_row_cat
+else
+  mt_fail trace_report_process_row_cat "cat's row: ${cat_row:-none} (cgroup total ${r_total})"
+fi
+
+# rmdir drops the cgroup's series (cgroup:cgroup_rmdir, root 0 on v2).
+if rmdir "${T}" 2>/dev/null; then
+  i=0
+  while [ "${i}" -lt 10 ]; do
+    scrape "${URL}/metrics" "${S}.rm" && ! grep -q "^memcg_vmscan_[a-z_]*{${TL}" "${S}.rm" && break
+    sleep 1
+    i=$((i + 1))
+  done
+  if [ -s "${S}.rm" ] && ! grep -q "^memcg_vmscan_[a-z_]*{${TL}" "${S}.rm" &&
+    is_gt "$(metric_value "${S}.rm" memcg_trace_cgroups_removed_total)" 0; then
+    mt_pass trace_rmdir_drops_series
+  else
+    mt_fail trace_rmdir_drops_series "series of ${TL} still there after rmdir, or" \
+      "memcg_trace_cgroups_removed_total=$(metric_value "${S}.rm" memcg_trace_cgroups_removed_total)"
+  fi
+else
+  mt_fail trace_rmdir_drops_series "rmdir ${T}: cgroup busy"
 fi
 
 if [ "${MT_METRIC_FAILED:-0}" = 1 ] || [ "${lost_ok}" = 0 ] || verbose; then

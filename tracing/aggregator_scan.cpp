@@ -131,7 +131,8 @@ std::string Aggregator::labelOf(uint32_t slot) const {
 
 ProcessTraceStats& Aggregator::proc(PidState& st, int32_t tid, uint32_t slot) {
   if (st.proc == kNoProc) {
-    if (live_procs_ >= opts_.max_processes) return procs_[0];
+    // tid 0 (work in interrupt context on an idle CPU) never exits: "other".
+    if (live_procs_ >= opts_.max_processes || tid <= 0) return procs_[0];
     uint32_t i;
     if (!free_procs_.empty()) {
       i = free_procs_.back();

@@ -417,6 +417,14 @@ TEST_F(AggregatorTest, ExitedProcessesFoldIntoTopAndOther) {
   EXPECT_NE(proc(agg_->snapshot(), 30), nullptr);
 }
 
+TEST_F(AggregatorTest, IdleTaskWorkGoesToTheOtherRow) {
+  map_[0] = "/";
+  apply({ev(EventType::kWakeupKswapd, 0, 1)});  // an atomic allocation in irq on an idle CPU
+  auto s = agg_->snapshot();
+  EXPECT_EQ(proc(s, 0), nullptr);
+  EXPECT_EQ(otherRow(s).wake_requests, 1u);
+}
+
 TEST_F(AggregatorTest, CgroupRmdirDropsTheSeries) {
   apply({endEv(EventType::kMemcgReclaimEnd, 10, 1, 5),
          endEv(EventType::kMemcgReclaimEnd, 20, 1, 6)});

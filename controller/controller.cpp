@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <stdexcept>
 
 #include "collectors/cgroupfs/readers.h"
@@ -73,6 +74,25 @@ struct Controller::Prot {
   std::string lastDetail;
   int64_t lastActionMs = 0;
 };
+
+namespace {
+
+uint64_t percentOf(uint64_t limit, double pct) {
+  return static_cast<uint64_t>(std::floor(static_cast<double>(limit) * pct / 100.0));
+}
+
+/// A percent margin field: 0 (unused) or finite in (0, 100).
+bool percentOk(double v) { return v == 0 || (std::isfinite(v) && v > 0 && v < 100); }
+
+}  // namespace
+
+uint64_t Protection::startBytes(uint64_t limit) const {
+  return startMarginPercent > 0 ? percentOf(limit, startMarginPercent) : startMarginBytes;
+}
+
+uint64_t Protection::targetBytes(uint64_t limit) const {
+  return targetMarginPercent > 0 ? percentOf(limit, targetMarginPercent) : targetMarginBytes;
+}
 
 std::string_view errorKindName(ErrorKind k) {
   switch (k) {
@@ -317,10 +337,26 @@ std::optional<OpError> Controller::protect(const Protection& in) {
   Protection p = in;
   if (p.cgroup.empty() || p.cgroup.front() != '/')
     return OpError{ErrorKind::kBadInput, "cgroup must be a label starting with '/'"};
-  if (p.startMarginBytes == 0)
-    return OpError{ErrorKind::kBadInput, "start_margin_bytes must be > 0"};
-  if (p.targetMarginBytes <= p.startMarginBytes)
+  if (!percentOk(p.startMarginPercent) || !percentOk(p.targetMarginPercent))
+    return OpError{ErrorKind::kBadInput,
+                   "start_margin_percent and target_margin_percent must be above 0 and below 100"};
+  if (p.startMarginPercent > 0 && p.startMarginBytes > 0)
+    return OpError{ErrorKind::kBadInput,
+                   "give start_margin_bytes or start_margin_percent, not both"};
+  if (p.targetMarginPercent > 0 && p.targetMarginBytes > 0)
+    return OpError{ErrorKind::kBadInput,
+                   "give target_margin_bytes or target_margin_percent, not both"};
+  const bool startPct = p.startMarginPercent > 0, targetPct = p.targetMarginPercent > 0;
+  if (!startPct && p.startMarginBytes == 0)
+    return OpError{ErrorKind::kBadInput, "start_margin_bytes (or start_margin_percent) must be > 0"};
+  if (!targetPct && p.targetMarginBytes == 0)
+    return OpError{ErrorKind::kBadInput,
+                   "target_margin_bytes (or target_margin_percent) must be > 0"};
+  if (!startPct && !targetPct && p.targetMarginBytes <= p.startMarginBytes)
     return OpError{ErrorKind::kBadInput, "target_margin_bytes must exceed start_margin_bytes"};
+  if (startPct && targetPct && p.targetMarginPercent <= p.startMarginPercent)
+    return OpError{ErrorKind::kBadInput,
+                   "target_margin_percent must exceed start_margin_percent"};
   if (p.cgroup == "/") return OpError{ErrorKind::kForbidden, "the root cgroup is never written"};
   if (!allowed(p.cgroup))
     return OpError{ErrorKind::kForbidden, "cgroup does not match --controller.allow"};
@@ -331,7 +367,9 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     if (it != prots_.end()) {
       const Protection& o = it->second->p;
       if (o.startMarginBytes == p.startMarginBytes &&
-          o.targetMarginBytes == p.targetMarginBytes && o.floorBytes == p.floorBytes)
+          o.targetMarginBytes == p.targetMarginBytes &&
+          o.startMarginPercent == p.startMarginPercent &&
+          o.targetMarginPercent == p.targetMarginPercent && o.floorBytes == p.floorBytes)
         return std::nullopt;  // idempotent
       return OpError{ErrorKind::kConflict,
                      "cgroup is already protected with other margins; unprotect it first"};
@@ -353,7 +391,16 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     return OpError{ErrorKind::kConflict,
                    "cgroup has no memory limit (v1 memory.limit_in_bytes / v2 memory.max or "
                    "memory.high): no margin to keep"};
-  if (p.targetMarginBytes >= r.limit)
+  const uint64_t startB = p.startBytes(r.limit), targetB = p.targetBytes(r.limit);
+  if (startB == 0)
+    return OpError{ErrorKind::kBadInput, "the start margin is 0 bytes at the limit (" +
+                                             std::to_string(r.limit) + ")"};
+  if (targetB <= startB)
+    return OpError{ErrorKind::kBadInput,
+                   "the target margin must exceed the start margin; at the limit (" +
+                       std::to_string(r.limit) + ") the target is " + std::to_string(targetB) +
+                       " bytes, the start " + std::to_string(startB)};
+  if (targetB >= r.limit)
     return OpError{ErrorKind::kBadInput, "target_margin_bytes must be below the limit (" +
                                              std::to_string(r.limit) + ")"};
   {
@@ -367,13 +414,16 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     prots_[p.cgroup] = prot;
     byId_[prot->id] = prot;
   }
-  audit_->write("protect", {{"cgroup", p.cgroup},
-                            {"start_margin_bytes", p.startMarginBytes},
-                            {"target_margin_bytes", p.targetMarginBytes},
-                            {"floor_bytes", p.floorBytes},
-                            {"limit_bytes", r.limit},
-                            {"usage_bytes", r.usage},
-                            {"dry_run", opts_.dryRun}});
+  nlohmann::json a = {{"cgroup", p.cgroup},
+                      {"start_margin_bytes", startB},
+                      {"target_margin_bytes", targetB},
+                      {"floor_bytes", p.floorBytes},
+                      {"limit_bytes", r.limit},
+                      {"usage_bytes", r.usage},
+                      {"dry_run", opts_.dryRun}};
+  if (startPct) a["start_margin_percent"] = p.startMarginPercent;
+  if (targetPct) a["target_margin_percent"] = p.targetMarginPercent;
+  audit_->write("protect", std::move(a));
   wakeWaiter();
   return std::nullopt;
 }
@@ -414,7 +464,8 @@ void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
   struct epoll_event ev {};
   ev.data.u64 = p->id;
   if (!v2_) {
-    uint64_t threshold = limit > p->p.startMarginBytes ? limit - p->p.startMarginBytes : 1;
+    uint64_t start = p->p.startBytes(limit);
+    uint64_t threshold = limit > start ? limit - start : 1;
     auto efd = actuator_->armV1Threshold(*p->dir, p->p.cgroup, threshold);
     if (!efd) {
       p->armFailed = true;
@@ -467,7 +518,7 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now, bo
   p->lastUnlimited = r.unlimited;
   if (r.unlimited || p->removed) return;
   uint64_t margin = r.limit > r.usage ? r.limit - r.usage : 0;
-  if (margin >= p->p.startMarginBytes) return;
+  if (margin >= p->p.startBytes(r.limit)) return;
   if (p->queued || p->busy) return;
   if (now < p->cooldownUntil) {
     retrySoon = true;
@@ -636,8 +687,11 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
     Reading r = readUsage(*p, buf);
     if (!r.ok || r.unlimited) return;
     uint64_t margin = r.limit > r.usage ? r.limit - r.usage : 0;
-    if (margin >= p->p.targetMarginBytes) return;
-    uint64_t need = p->p.targetMarginBytes - margin;
+    // A limit changed since protect() can make a percent target fall below a
+    // bytes start margin: then reclaim to the start margin.
+    uint64_t target = std::max(p->p.targetBytes(r.limit), p->p.startBytes(r.limit));
+    if (margin >= target) return;
+    uint64_t need = target - margin;
     if (opts_.dryRun) {
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -691,8 +745,8 @@ nlohmann::json Controller::state() const {
   for (const auto& [label, p] : prots_) {
     uint64_t margin = p->lastLimit > p->lastUsage ? p->lastLimit - p->lastUsage : 0;
     nlohmann::json j = {{"cgroup", label},
-                        {"start_margin_bytes", p->p.startMarginBytes},
-                        {"target_margin_bytes", p->p.targetMarginBytes},
+                        {"start_margin_bytes", p->p.startBytes(p->lastLimit)},
+                        {"target_margin_bytes", p->p.targetBytes(p->lastLimit)},
                         {"floor_bytes", p->p.floorBytes},
                         {"usage_bytes", p->lastUsage},
                         {"limit_bytes", p->lastUnlimited ? nlohmann::json(nullptr)
@@ -706,6 +760,8 @@ nlohmann::json Controller::state() const {
                         {"reclaimed_bytes", p->reclaimed},
                         {"last_result", p->lastOutcome},
                         {"protected_since_ms", p->sinceMs}};
+    if (p->p.startMarginPercent > 0) j["start_margin_percent"] = p->p.startMarginPercent;
+    if (p->p.targetMarginPercent > 0) j["target_margin_percent"] = p->p.targetMarginPercent;
     if (!p->lastDetail.empty()) j["last_detail"] = p->lastDetail;
     if (p->lastActionMs) j["last_action_ms"] = p->lastActionMs;
     prots.push_back(std::move(j));

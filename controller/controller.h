@@ -2,12 +2,16 @@
 // limit by reclaiming in the background, off the workload's own path (seeds
 // 000/001; issue 4).
 //
-// Protection {cgroup, start margin, target margin, floor}, all in bytes: when
-// limit - usage falls below the start margin, reclaim until it is back at the
-// target margin (seed 000's low/high watermarks), never taking usage below the
-// floor. "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high
-// (v2); a cgroup without one cannot be protected (409). Percentages are not
-// accepted: convert with the limit (bytes are what the kernel acts on).
+// Protection {cgroup, start margin, target margin, floor}: when limit - usage
+// falls below the start margin, reclaim until it is back at the target margin
+// (seed 000's low/high watermarks), never taking usage below the floor.
+// "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high (v2);
+// a cgroup without one cannot be protected (409). Each margin is given either
+// in bytes or in percent of the limit (0 < p < 100, fractions allowed); a
+// percent margin is resolved against the limit read at each check (bytes =
+// floor(limit * p / 100)), so it follows a limit that changes later. Checked at
+// protect time against the current limit: start > 0, target > start, target <
+// limit (400 otherwise).
 //
 // Threads: a waiter and an actuation worker; nothing runs inside a scrape.
 //   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
@@ -58,6 +62,14 @@ struct Protection {
   uint64_t startMarginBytes = 0;   ///< reclaim when limit - usage < this
   uint64_t targetMarginBytes = 0;  ///< ... until limit - usage >= this
   uint64_t floorBytes = 0;         ///< 0 = ControllerOptions::floorBytes
+  /// > 0: the start / target margin in percent of the limit instead of bytes
+  /// (the bytes field is then ignored, and must be 0).
+  double startMarginPercent = 0;
+  double targetMarginPercent = 0;
+
+  /// The margins in bytes for a limit (percent forms resolved, floored).
+  uint64_t startBytes(uint64_t limit) const;
+  uint64_t targetBytes(uint64_t limit) const;
 };
 
 enum class ErrorKind { kBadInput, kForbidden, kNotFound, kConflict, kDisabled, kInternal };

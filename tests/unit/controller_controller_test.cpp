@@ -3,7 +3,9 @@
 // the allow-list, metrics, audit log, and the journal replay at start-up.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "controller/controller.h"
@@ -46,7 +48,7 @@ class ControllerTest : public ::testing::Test {
     o.faultInjector = [this](std::string_view f, std::string_view text) {
       std::lock_guard<std::mutex> g(mu_);
       writes_.push_back(std::string(f) + "=" + std::string(text));
-      if (f == "memory.limit_in_bytes" && text != std::to_string(256 * MiB)) {
+      if (f == "memory.limit_in_bytes" && text != std::to_string(origLimit_.load())) {
         t_.write("memory/a/memory.usage_in_bytes", std::string(text) + "\n");
       }
       return 0;
@@ -84,6 +86,7 @@ class ControllerTest : public ::testing::Test {
   ControllerOptions opts_;
   std::mutex mu_;
   std::vector<std::string> writes_;
+  std::atomic<uint64_t> origLimit_{256 * MiB};  // a limit write of anything else "reclaims"
 };
 
 TEST_F(ControllerTest, ValidatesProtections) {
@@ -142,6 +145,87 @@ TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
   EXPECT_NE(audit.find("\"event\":\"protect\""), std::string::npos);
   EXPECT_NE(audit.find("\"event\":\"reclaim\""), std::string::npos);
   EXPECT_EQ(audit.find("/other"), std::string::npos);
+}
+
+TEST_F(ControllerTest, ValidatesPercentMargins) {
+  Controller c(opts_, *discovery_, seams());
+  auto kind = [&](Protection p) {
+    auto e = c.protect(p);
+    return e ? e->kind : ErrorKind::kInternal;
+  };
+  auto pct = [](double s, double t, uint64_t sb = 0, uint64_t tb = 0) {
+    Protection p{"/a", sb, tb, 0};
+    p.startMarginPercent = s;
+    p.targetMarginPercent = t;
+    return p;
+  };
+  EXPECT_EQ(kind(pct(0, 50)), ErrorKind::kBadInput);     // no start margin at all
+  EXPECT_EQ(kind(pct(-1, 50)), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(25, 100)), ErrorKind::kBadInput);   // 100% is the whole limit
+  EXPECT_EQ(kind(pct(25, std::nan(""))), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(50, 25)), ErrorKind::kBadInput);    // target below start
+  EXPECT_EQ(kind(pct(25, 25)), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(25, 50, 64 * MiB)), ErrorKind::kBadInput);  // bytes and percent
+  // Mixed forms are compared at the current limit (256 MiB): 64 MiB vs 20% = 51.2 MiB.
+  EXPECT_EQ(kind(pct(0, 20, 64 * MiB)), ErrorKind::kBadInput);
+  auto e = c.protect(pct(0, 20, 64 * MiB));
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("the target is 53687091 bytes, the start 67108864"),
+            std::string::npos) << e->message;
+  // 1e-7% of 256 MiB is 0 bytes.
+  EXPECT_EQ(kind(pct(1e-7, 50)), ErrorKind::kBadInput);
+  EXPECT_FALSE(c.protect(pct(0, 50, 64 * MiB)));  // 64 MiB start, 128 MiB target
+  EXPECT_FALSE(c.protect(pct(0, 50, 64 * MiB)));  // idempotent
+  EXPECT_EQ(kind(pct(25, 50)), ErrorKind::kConflict);  // same bytes, other form
+  auto st = c.state();
+  ASSERT_EQ(st["protections"].size(), 1u);
+  EXPECT_EQ(st["protections"][0]["start_margin_bytes"], 64 * MiB);
+  EXPECT_EQ(st["protections"][0]["target_margin_bytes"], 128 * MiB);
+  EXPECT_EQ(st["protections"][0]["target_margin_percent"], 50.0);
+  EXPECT_FALSE(st["protections"][0].contains("start_margin_percent"));
+}
+
+TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
+  Controller c(opts_, *discovery_, seams());
+  c.start();
+  Protection p{"/a", 0, 0, 0};
+  p.startMarginPercent = 25;   // 64 MiB of 256 MiB
+  p.targetMarginPercent = 50;  // 128 MiB
+  ASSERT_FALSE(c.protect(p));
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
+  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    EXPECT_EQ(writes_[writes_.size() - 2], "memory.limit_in_bytes=" + std::to_string(128 * MiB));
+  }
+  // Someone raises the limit to 512 MiB: the margins become 128 / 256 MiB.
+  origLimit_ = 512 * MiB;
+  t_.write("memory/a/memory.limit_in_bytes", std::to_string(512 * MiB) + "\n");
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(300 * MiB) + "\n");  // margin 212
+  ASSERT_TRUE(waitFor([&] { return c.state()["protections"][0]["limit_bytes"] == 512 * MiB; }));
+  EXPECT_EQ(c.state()["protections"][0]["start_margin_bytes"], 128 * MiB);
+  EXPECT_EQ(c.state()["protections"][0]["target_margin_bytes"], 256 * MiB);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(limitWrites(), 2u);  // 212 MiB free >= 128 MiB: nothing to do
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(400 * MiB) + "\n");  // margin 112
+  // Reclaim down to 512 - 256 MiB (in two nudges: the fixture's memory.stat
+  // gives back 90 MiB per step), the limit put back after each.
+  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 6; }));
+  c.stop();
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::string> lw;
+  bool rearmed = false;
+  for (const auto& w : writes_) {
+    if (w.rfind("memory.limit_in_bytes=", 0) == 0) lw.push_back(w.substr(22));
+    // The v1 threshold follows too: 512 - 128 MiB.
+    rearmed |= w.rfind("cgroup.event_control=", 0) == 0 &&
+               w.substr(w.rfind(' ') + 1) == std::to_string(384 * MiB);
+  }
+  EXPECT_TRUE(rearmed);
+  ASSERT_EQ(lw.size(), 6u);
+  EXPECT_EQ(lw[4], std::to_string(256 * MiB));
+  EXPECT_EQ(lw[5], std::to_string(512 * MiB));
 }
 
 TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {

@@ -15,15 +15,20 @@
 //
 // Threads: a waiter and an actuation worker; nothing runs inside a scrape.
 //   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
-//            limit - start margin (re-armed when the limit changes), or on v2
-//            memory.events (POLLPRI); plus a polling fallback every
-//            poll-interval (50 ms) that reads usage and limit. A crossing
-//            queues the cgroup once (one protection at a time per cgroup).
+//            limit - start margin (re-armed when the limit changes, never
+//            while a nudge may be in flight), or on v2 memory.events (POLLPRI)
+//            and a PSI trigger on memory.pressure (POLLPRI; psiTrigger, e.g.
+//            "some 1000 500000"; a kernel or cgroup without PSI keeps the
+//            others); plus a polling fallback every poll-interval (50 ms) that
+//            reads usage and limit. A short margin queues the cgroup once (one
+//            protection at a time per cgroup).
 //   worker   runs an episode: up to max-nudges actuations (actuator.h) until
 //            the target margin is reached, bounded by a bytes-per-second
 //            token bucket and a CPU budget over 1 s windows; then a cooldown.
-// Trigger-to-reclaim latency = waiter wake (eventfd or poll) -> return of the
-// reclaiming write of the episode's first actuation.
+// Trigger-to-reclaim latency = the waiter's wake that first found the margin
+// short (eventfd, memory.events, PSI or poll; a wake during the cooldown
+// counts from then) -> return of the reclaiming write of the episode's first
+// actuation; a histogram per wake source (label trigger).
 //
 // Safety: nothing is written unless enabled; dry-run logs, audits and counts
 // what it would do (usage thresholds are still registered: that changes no
@@ -142,8 +147,10 @@ class Controller {
 
   void waiterLoop();
   void workerLoop();
-  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, bool fired,
+  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, const char* firedBy,
              std::string& buf, bool& retrySoon);
+  void armPsi(const std::shared_ptr<Prot>& p);
+  std::string wakeName(const Prot& p) const;
   void rearm(const std::shared_ptr<Prot>& p, uint64_t limit);
   void episode(const std::shared_ptr<Prot>& p);
   void record(const Prot& p, const ReclaimResult& r, bool first);
@@ -165,9 +172,13 @@ class Controller {
   std::map<uint64_t, std::shared_ptr<Prot>> byId_;
   uint64_t nextId_ = 1;
   std::map<std::string, Counters> counters_;
-  std::vector<uint64_t> latencyBuckets_;  // non-cumulative, one per bound + overflow
-  uint64_t latencyCount_ = 0;
-  double latencySum_ = 0;
+  struct Latency {
+    std::vector<uint64_t> buckets;  // non-cumulative, one per bound + overflow
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::vector<const char*> wakeSources_;    // the trigger label values of this mode
+  std::map<std::string, Latency> latency_;  // by wake source
   uint64_t dryRunActions_ = 0;
   uint64_t journalRestores_ = 0;
   std::map<std::string, uint64_t> throttled_;  // reason
@@ -194,5 +205,14 @@ class Controller {
 };
 
 std::string_view errorKindName(ErrorKind k);
+
+/// A PSI trigger spec, "some|full <stall us> <window us>" (the kernel's
+/// limits: 500 ms <= window <= 10 s, 0 < stall <= window).
+struct PsiTrigger {
+  bool full = false;
+  uint64_t stallUs = 0;
+  uint64_t windowUs = 0;
+};
+Result<PsiTrigger> parsePsiTrigger(std::string_view text);
 
 }  // namespace memcg::controller

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "controller/controller.h"
@@ -226,6 +228,86 @@ TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
   ASSERT_EQ(lw.size(), 6u);
   EXPECT_EQ(lw[4], std::to_string(256 * MiB));
   EXPECT_EQ(lw[5], std::to_string(512 * MiB));
+}
+
+TEST(PsiTriggerTest, Parses) {
+  auto t = parsePsiTrigger("some 1000 500000");
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->full);
+  EXPECT_EQ(t->stallUs, 1000u);
+  EXPECT_EQ(t->windowUs, 500000u);
+  EXPECT_TRUE(parsePsiTrigger("full 150000 1000000")->full);
+  for (const char* bad : {"", "some", "some 1000", "some 1000 500000 x", "any 1000 500000",
+                          "some 0 500000", "some 600000 500000", "some 1000 100000",
+                          "some 1000 20000000", "some -1 500000", "some 1e3 500000"}) {
+    EXPECT_FALSE(parsePsiTrigger(bad).ok()) << bad;
+  }
+}
+
+// v2 on a fixture tree: memory.reclaim, the PSI trigger attempted (a regular
+// file never signals: the poll wakes it), the latency by trigger.
+TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
+  testing::TempTree t;
+  testing::makeV2(t, "a", 256 * MiB, 100 * MiB);
+  t.write("a/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  DiscoveryOptions d;
+  d.cgroupfsRoot = t.root();
+  d.procfsRoot = t.path("noproc");
+  Discovery discovery(d);
+  ASSERT_TRUE(discovery.refresh().ok());
+  ASSERT_EQ(discovery.layout().mode, CgroupMode::kV2);
+  ControllerOptions o;
+  o.enable = true;
+  o.allow = "/a";
+  o.journal = "";
+  o.pollIntervalMs = 5;
+  o.cooldownMs = 1;
+  std::mutex mu;
+  std::vector<std::string> writes;
+  ActuatorOptions seams;
+  seams.faultInjector = [&](std::string_view f, std::string_view text) {
+    std::lock_guard<std::mutex> g(mu);
+    writes.push_back(std::string(f) + "=" + std::string(text));
+    if (f == "memory.reclaim") t.write("a/memory.current", std::to_string(100 * MiB) + "\n");
+    return 0;
+  };
+  {
+    ControllerOptions bad = o;
+    bad.psiTrigger = "some 1000 100";
+    EXPECT_THROW(Controller(bad, discovery, seams), std::invalid_argument);
+  }
+  Controller c(o, discovery, seams);
+  c.start();
+  ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  t.write("a/memory.current", std::to_string(200 * MiB) + "\n");  // margin 56 MiB
+  auto reclaimWrites = [&] {
+    std::lock_guard<std::mutex> g(mu);
+    return std::count_if(writes.begin(), writes.end(),
+                         [](const std::string& w) { return w.rfind("memory.reclaim=", 0) == 0; });
+  };
+  for (int i = 0; i < 600 && reclaimWrites() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto st = c.state();
+  c.stop();
+  ASSERT_EQ(reclaimWrites(), 1);
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_NE(std::find(writes.begin(), writes.end(),
+                        std::string("memory.pressure=some 1000 500000\0", 33)),
+              writes.end());
+    EXPECT_NE(std::find(writes.begin(), writes.end(), "memory.reclaim=" + std::to_string(72 * MiB)),
+              writes.end());
+  }
+  EXPECT_EQ(st["psi_trigger"], "some 1000 500000");
+  EXPECT_EQ(st["protections"][0]["wake"], "poll");  // fixture files never signal
+  metrics::Sink s;
+  c.collect(s);
+  std::map<std::string, uint64_t> byTrigger;
+  for (const auto& f : s.families()) {
+    if (f.desc->name != "memcg_controller_trigger_to_reclaim_seconds") continue;
+    for (const auto& h : f.histograms) byTrigger[std::string(h.values[0])] = h.count;
+  }
+  EXPECT_EQ(byTrigger, (std::map<std::string, uint64_t>{{"memory.events", 0}, {"poll", 1}, {"psi", 0}}));
 }
 
 TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {

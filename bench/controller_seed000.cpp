@@ -16,7 +16,9 @@
 // p99/max = per-read() latency; ctl_cpu = this process's WHOLE CPU during the
 // run (the controller's waiter and worker, and the main thread that only
 // waits); actions/reclaimed from the controller's metrics; lat = mean
-// trigger-to-reclaim.
+// trigger-to-reclaim; minm = the smallest free margin (limit - usage) any
+// reclaim of the run started from (how far past the start threshold the wake
+// came; 0 = at the limit).
 //
 // Targets (issue 4): the reader's own reclaim count and stall down >= 95%
 // (medians), the controller's CPU <= 1.5x the stall removed.
@@ -33,8 +35,11 @@
 #include <signal.h>
 #include <sys/mount.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -63,6 +68,7 @@ struct Row {
   double rclCount = 0, rclMs = 0;
   bool rclKnown = false;
   double wall = 0, cpu = 0, p99 = 0, max = 0, ctlCpu = 0, actions = 0, reclaimed = 0, lat = 0;
+  double minMargin = 0;  ///< smallest limit - usage seen by a reclaim of the run (audit log)
 };
 
 double metric(const metrics::Sink& s, const std::string& name, bool histSum = false) {
@@ -83,15 +89,15 @@ double median(std::vector<double> v) {
 }
 
 void header() {
-  std::printf("%-4s %3s %8s %7s %9s %7s %7s %7s %8s %8s %7s %9s %7s\n", "mode", "run", "failcnt",
-              "rcl_n", "rcl_ms", "wall_s", "rd_cpu", "p99_ms", "max_ms", "ctl_cpu", "actions",
-              "recl_MiB", "lat_ms");
+  std::printf("%-4s %3s %8s %7s %9s %7s %7s %7s %8s %8s %7s %9s %7s %8s\n", "mode", "run",
+              "failcnt", "rcl_n", "rcl_ms", "wall_s", "rd_cpu", "p99_ms", "max_ms", "ctl_cpu",
+              "actions", "recl_MiB", "lat_ms", "minm_MiB");
 }
 
 void printRow(const char* mode, int run, const Row& r) {
-  std::printf("%-4s %3d %8llu %7.0f %9.2f %7.3f %7.3f %7.2f %8.2f %8.3f %7.0f %9.0f %7.2f\n", mode,
-              run, (unsigned long long)r.failcnt, r.rclCount, r.rclMs, r.wall, r.cpu, r.p99,
-              r.max, r.ctlCpu, r.actions, r.reclaimed / kMiB, r.lat * 1000);
+  std::printf("%-4s %3d %8llu %7.0f %9.2f %7.3f %7.3f %7.2f %8.2f %8.3f %7.0f %9.0f %7.2f %8.1f\n",
+              mode, run, (unsigned long long)r.failcnt, r.rclCount, r.rclMs, r.wall, r.cpu, r.p99,
+              r.max, r.ctlCpu, r.actions, r.reclaimed / kMiB, r.lat * 1000, r.minMargin / kMiB);
 }
 
 Row medianRow(const std::vector<Row>& v) {
@@ -113,7 +119,31 @@ Row medianRow(const std::vector<Row>& v) {
   m.actions = col([](const Row& r) { return r.actions; });
   m.reclaimed = col([](const Row& r) { return r.reclaimed; });
   m.lat = col([](const Row& r) { return r.lat; });
+  m.minMargin = col([](const Row& r) { return r.minMargin; });
   return m;
+}
+
+/// The smallest free margin (original limit - usage before) of the "reclaim"
+/// records appended to the audit log after `offset`: how far past the start
+/// threshold the controller got to act (the wake's lateness in bytes).
+double minMarginSince(const std::string& audit, std::streamoff offset) {
+  std::ifstream f(audit);
+  f.seekg(offset);
+  std::string line;
+  double m = NAN;
+  while (std::getline(f, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "reclaim") continue;
+    if (!j.contains("original_limit") || !j["original_limit"].is_number()) continue;
+    double v = j["original_limit"].get<double>() - j.value("usage_before_bytes", 0.0);
+    if (std::isnan(m) || v < m) m = v;
+  }
+  return m;
+}
+
+std::streamoff fileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
 /// Runs a command; true on exit status 0.
@@ -341,6 +371,7 @@ int main(int argc, char** argv) {
     lv::dropCache(path);
     cg.resetCounters();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::streamoff auditAt = fileSize(opts.auditLog);
     double cpu0 = lv::processCpuSeconds();
     auto r = lv::runReader(cg.path(), path, reclaimDelay);
     double cpu1 = lv::processCpuSeconds();
@@ -361,6 +392,7 @@ int main(int argc, char** argv) {
       double n = metric(s, "memcg_controller_trigger_to_reclaim_seconds");
       row.lat = n > 0 ? metric(s, "memcg_controller_trigger_to_reclaim_seconds", true) / n : 0;
       c->stop();
+      row.minMargin = minMarginSince(opts.auditLog, auditAt);
     }
     if (!r.ok) std::fprintf(stderr, "reader failed\n");
     return row;

@@ -1,29 +1,55 @@
 // Seed 000 on this machine: a streaming reader (cat-like, 128 KiB reads) of a
 // file 4x its memcg's limit (default 1 GiB through 256 MiB), protection off vs
-// on, interleaved runs, in one process; idle host, then with a CPU hog on
-// every core. Prints one line per run and the medians per mode.
+// on, interleaved runs, in one process. Four setups: two readers x two hosts.
+//   readers  disk  the file on the root filesystem (virtio disk here);
+//            fast  the file on ext4 in an image on a loop device over /dev/shm
+//                  (~3 GB/s: a 64 MiB margin is gone in ~20 ms);
+//   hosts    idle, and with a CPU hog (a spinner) outside the memcg on every core.
+// Prints one line per run, then per setup the seed-like table (medians) and
+// the verdict against the issue's targets.
 //
 // Columns: failcnt = the reader memcg's memory.failcnt (limit hits of the
-// workload; the controller's own limit writes do not count), wall = reader
-// wall time, rd_cpu = reader on-CPU time (schedstat; its own reclaim is in there), p99/max =
-// per-read() latency, slow = total time in reads > 1 ms (stall proxy),
-// ctl_cpu = this process's CPU during the run (the controller's waiter and
-// worker threads; the main thread only waits), actions/reclaimed from the
-// controller's metrics, lat = mean trigger-to-reclaim.
+// workload; the controller's own limit writes do not count); rcl_n / rcl_ms =
+// the reader's own taskstats RECLAIM delay (freepages: count and total; the
+// controller's reclaim is accounted to its own thread), the seed's stall
+// figure; wall = reader wall time; rd_cpu = reader on-CPU time (schedstat);
+// p99/max = per-read() latency; ctl_cpu = this process's WHOLE CPU during the
+// run (the controller's waiter and worker, and the main thread that only
+// waits); actions/reclaimed from the controller's metrics; lat = mean
+// trigger-to-reclaim; minm = the smallest free margin (limit - usage) any
+// reclaim of the run started from (how far past the start threshold the wake
+// came; 0 = at the limit).
 //
-// Needs root and cgroup v1 memory. Usage:
-//   controller_seed000 [--file PATH] [--size-mib 1024] [--limit-mib 256]
-//                      [--runs 5] [--start-mib 64] [--target-mib 128]
-//                      [--no-hog] [--hog-only] [--sched other|batch|idle] [--keep-file]
+// Targets (issue 4): the reader's own reclaim count and stall down >= 95%
+// (medians), the controller's CPU <= 1.5x the stall removed.
+//
+// Needs root and cgroup v1 memory; the fast reader also mkfs.ext4, losetup and
+// /dev/shm. Switches kernel.task_delayacct on (and leaves it on, as the
+// exporter's --collector.taskstats.enable-delayacct does: a concurrent user
+// may rely on it). Usage:
+//   controller_seed000 [--readers disk,fast] [--hosts idle,hog] [--file PATH]
+//                      [--size-mib 1024] [--limit-mib 256] [--runs 5]
+//                      [--start-mib 64] [--target-mib 128]
+//                      [--sched other|batch|idle] [--keep-file] [--audit PATH]
+//   (--no-hog = --hosts idle; --hog-only = --hosts hog)
+#include <signal.h>
+#include <sys/mount.h>
+
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "collectors/taskstats/delayacct_sysctl.h"
+#include "collectors/taskstats/taskstats_client.h"
 #include "common/log.h"
 #include "controller/controller.h"
 #include "tests/live/controller_live_support.h"
@@ -35,10 +61,14 @@ namespace lv = memcg::controller::live;
 
 namespace {
 
+constexpr uint64_t kMiB = 1 << 20;
+
 struct Row {
   uint64_t failcnt = 0;
-  double wall = 0, sys = 0, p99 = 0, max = 0, slow = 0, ctlCpu = 0, actions = 0, reclaimed = 0,
-         lat = 0;
+  double rclCount = 0, rclMs = 0;
+  bool rclKnown = false;
+  double wall = 0, cpu = 0, p99 = 0, max = 0, ctlCpu = 0, actions = 0, reclaimed = 0, lat = 0;
+  double minMargin = 0;  ///< smallest limit - usage seen by a reclaim of the run (audit log)
 };
 
 double metric(const metrics::Sink& s, const std::string& name, bool histSum = false) {
@@ -58,16 +88,191 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-void printRow(const char* mode, int run, const Row& r) {
-  std::printf("%-4s %3d %8llu %7.3f %7.3f %7.2f %8.2f %8.1f %8.3f %7.0f %9.0f %7.2f\n", mode, run,
-              (unsigned long long)r.failcnt, r.wall, r.sys, r.p99, r.max, r.slow, r.ctlCpu,
-              r.actions, r.reclaimed / (1 << 20), r.lat * 1000);
+void header() {
+  std::printf("%-4s %3s %8s %7s %9s %7s %7s %7s %8s %8s %7s %9s %7s %8s\n", "mode", "run",
+              "failcnt", "rcl_n", "rcl_ms", "wall_s", "rd_cpu", "p99_ms", "max_ms", "ctl_cpu",
+              "actions", "recl_MiB", "lat_ms", "minm_MiB");
 }
 
-void header() {
-  std::printf("%-4s %3s %8s %7s %7s %7s %8s %8s %8s %7s %9s %7s\n", "mode", "run", "failcnt",
-              "wall_s", "rd_cpu", "p99_ms", "max_ms", "slow_ms", "ctl_cpu", "actions", "recl_MiB",
-              "lat_ms");
+void printRow(const char* mode, int run, const Row& r) {
+  std::printf("%-4s %3d %8llu %7.0f %9.2f %7.3f %7.3f %7.2f %8.2f %8.3f %7.0f %9.0f %7.2f %8.1f\n",
+              mode, run, (unsigned long long)r.failcnt, r.rclCount, r.rclMs, r.wall, r.cpu, r.p99,
+              r.max, r.ctlCpu, r.actions, r.reclaimed / kMiB, r.lat * 1000, r.minMargin / kMiB);
+}
+
+Row medianRow(const std::vector<Row>& v) {
+  Row m;
+  auto col = [&](auto get) {
+    std::vector<double> a;
+    for (const auto& r : v) a.push_back(get(r));
+    return median(a);
+  };
+  m.failcnt = static_cast<uint64_t>(col([](const Row& r) { return double(r.failcnt); }));
+  m.rclCount = col([](const Row& r) { return r.rclCount; });
+  m.rclMs = col([](const Row& r) { return r.rclMs; });
+  m.rclKnown = !v.empty() && v.front().rclKnown;
+  m.wall = col([](const Row& r) { return r.wall; });
+  m.cpu = col([](const Row& r) { return r.cpu; });
+  m.p99 = col([](const Row& r) { return r.p99; });
+  m.max = col([](const Row& r) { return r.max; });
+  m.ctlCpu = col([](const Row& r) { return r.ctlCpu; });
+  m.actions = col([](const Row& r) { return r.actions; });
+  m.reclaimed = col([](const Row& r) { return r.reclaimed; });
+  m.lat = col([](const Row& r) { return r.lat; });
+  m.minMargin = col([](const Row& r) { return r.minMargin; });
+  return m;
+}
+
+/// The smallest free margin (original limit - usage before) of the "reclaim"
+/// records appended to the audit log after `offset`: how far past the start
+/// threshold the controller got to act (the wake's lateness in bytes).
+double minMarginSince(const std::string& audit, std::streamoff offset) {
+  std::ifstream f(audit);
+  f.seekg(offset);
+  std::string line;
+  double m = NAN;
+  while (std::getline(f, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "reclaim") continue;
+    if (!j.contains("original_limit") || !j["original_limit"].is_number()) continue;
+    double v = j["original_limit"].get<double>() - j.value("usage_before_bytes", 0.0);
+    if (std::isnan(m) || v < m) m = v;
+  }
+  return m;
+}
+
+std::streamoff fileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+/// Runs a command; true on exit status 0.
+bool sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+
+/// An ext4 image in /dev/shm on a loop device, mounted under /var/tmp; all
+/// named memcg_exporter_test_seed000_<pid>; undone on destruction.
+class FastFs {
+ public:
+  explicit FastFs(uint64_t bytes) {
+    std::string pid = std::to_string(::getpid());
+    image_ = "/dev/shm/memcg_exporter_test_seed000_" + pid + ".img";
+    mnt_ = "/var/tmp/memcg_exporter_test_seed000_" + pid + "_mnt";
+    if (!sh("truncate -s " + std::to_string(bytes) + " " + image_) ||
+        !sh("mkfs.ext4 -q -F " + image_ + " >/dev/null 2>&1")) {
+      std::fprintf(stderr, "fast reader: cannot make an ext4 image at %s\n", image_.c_str());
+      return;
+    }
+    FILE* p = ::popen(("losetup --find --show " + image_).c_str(), "r");
+    char line[256] = {};
+    if (p) {
+      if (!std::fgets(line, sizeof line, p)) line[0] = 0;
+      ::pclose(p);
+    }
+    dev_ = line;
+    while (!dev_.empty() && (dev_.back() == '\n' || dev_.back() == ' ')) dev_.pop_back();
+    if (dev_.rfind("/dev/loop", 0) != 0) {
+      std::fprintf(stderr, "fast reader: losetup failed for %s\n", image_.c_str());
+      dev_.clear();
+      return;
+    }
+    if (::mkdir(mnt_.c_str(), 0700) != 0 && errno != EEXIST) return;
+    madeMnt_ = true;
+    if (::mount(dev_.c_str(), mnt_.c_str(), "ext4", 0, nullptr) != 0) {
+      std::fprintf(stderr, "fast reader: mount %s: %s\n", dev_.c_str(), std::strerror(errno));
+      return;
+    }
+    mounted_ = true;
+  }
+  ~FastFs() {
+    if (mounted_) ::umount2(mnt_.c_str(), 0);
+    if (madeMnt_) ::rmdir(mnt_.c_str());
+    if (!dev_.empty()) sh("losetup -d " + dev_);
+    if (!image_.empty()) ::unlink(image_.c_str());
+  }
+  FastFs(const FastFs&) = delete;
+  FastFs& operator=(const FastFs&) = delete;
+  bool ok() const { return mounted_; }
+  std::string file() const { return mnt_ + "/memcg_exporter_test_seed000.dat"; }
+  const std::string& device() const { return dev_; }
+
+ private:
+  std::string image_, mnt_, dev_;
+  bool madeMnt_ = false, mounted_ = false;
+};
+
+// Owned here so a signal can undo them (exit() runs static destructors).
+std::unique_ptr<FastFs> gFast;
+std::unique_ptr<lv::TestCgroup> gCg;
+std::unique_ptr<lv::CpuHogs> gHogs;
+std::string gDiskFile;
+bool gKeep = false;
+
+void cleanup() {
+  gHogs.reset();
+  gCg.reset();
+  gFast.reset();
+  if (!gKeep && !gDiskFile.empty()) ::unlink(gDiskFile.c_str());
+}
+
+void onSignal(int) {
+  cleanup();
+  std::_Exit(130);
+}
+
+/// In the reader, after its last read: its own taskstats RECLAIM delay.
+void reclaimDelay(lv::ReaderResult& r) {
+  auto c = taskstats::TaskstatsClient::open();
+  if (!c) return;
+  auto ts = c->query(static_cast<uint32_t>(::getpid()), taskstats::IdKind::kPid);
+  if (!ts || !ts->has(taskstats::DelayClass::kFreepages)) return;
+  const auto& d = (*ts)[taskstats::DelayClass::kFreepages];
+  r.reclaimDelayKnown = true;
+  r.reclaimDelayCount = d.count;
+  r.reclaimDelayNs = d.total_ns;
+}
+
+std::vector<std::string> splitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+struct Verdict {
+  std::string name;
+  Row off, on;
+};
+
+double pctDown(double off, double on) { return off > 0 ? 100.0 * (1.0 - on / off) : NAN; }
+
+void printVerdict(const Verdict& v) {
+  const Row& a = v.off;
+  const Row& b = v.on;
+  std::printf("\n%s: medians of the interleaved runs\n", v.name.c_str());
+  std::printf("| mode | failcnt | RECLAIM count | RECLAIM total ms | avg us | wall s | reader CPU s "
+              "| controller CPU ms |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto* r : {&a, &b}) {
+    double avg = r->rclCount > 0 ? r->rclMs * 1000 / r->rclCount : 0;
+    std::printf("| %s | %llu | %.0f | %.1f | %.1f | %.3f | %.3f | %.1f |\n",
+                r == &a ? "off" : "on", (unsigned long long)r->failcnt, r->rclCount, r->rclMs,
+                avg, r->wall, r->cpu, r == &a ? 0.0 : r->ctlCpu * 1000);
+  }
+  double removedMs = a.rclMs - b.rclMs;
+  double ratio = removedMs > 0 ? b.ctlCpu * 1000 / removedMs : NAN;
+  double fc = pctDown(double(a.failcnt), double(b.failcnt));
+  double rc = pctDown(a.rclCount, b.rclCount);
+  double st = pctDown(a.rclMs, b.rclMs);
+  bool ok = a.rclKnown && rc >= 95 && st >= 95 && ratio <= 1.5;
+  std::printf("failcnt -%.1f%%, RECLAIM count -%.1f%%, stall -%.1f%% (%.1f ms removed); "
+              "controller CPU %.1f ms = %.2fx the stall removed; reader CPU saved %.1f ms; "
+              "target (>= 95%% / <= 1.5x): %s\n",
+              fc, rc, st, removedMs, b.ctlCpu * 1000, ratio, (a.cpu - b.cpu) * 1000,
+              !a.rclKnown ? "UNKNOWN (no taskstats RECLAIM delay)" : ok ? "MET" : "MISSED");
 }
 
 }  // namespace
@@ -76,7 +281,7 @@ int main(int argc, char** argv) {
   std::string file = "/var/tmp/memcg_exporter_seed000.dat";
   uint64_t sizeMiB = 1024, limitMiB = 256, startMiB = 64, targetMiB = 128;
   int runs = 5;
-  bool hog = true, hogOnly = false, keep = false;
+  std::string readers = "disk,fast", hosts = "idle,hog";
   std::string sched = "other";
   std::string auditPath;
   for (int i = 1; i < argc; ++i) {
@@ -88,10 +293,12 @@ int main(int argc, char** argv) {
     else if (a == "--runs") runs = std::stoi(next());
     else if (a == "--start-mib") startMiB = std::stoull(next());
     else if (a == "--target-mib") targetMiB = std::stoull(next());
-    else if (a == "--no-hog") hog = false;
-    else if (a == "--hog-only") hogOnly = true;
+    else if (a == "--readers") readers = next();
+    else if (a == "--hosts") hosts = next();
+    else if (a == "--no-hog") hosts = "idle";
+    else if (a == "--hog-only") hosts = "hog";
     else if (a == "--sched") sched = next();
-    else if (a == "--keep-file") keep = true;
+    else if (a == "--keep-file") gKeep = true;
     else if (a == "--audit") auditPath = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -104,12 +311,36 @@ int main(int argc, char** argv) {
     return 0;
   }
   memcg::log::setLevel(memcg::log::Level::kWarn);
-  const uint64_t MiB = 1 << 20;
-  if (!lv::ensureFile(file, sizeMiB * MiB)) {
-    std::fprintf(stderr, "cannot create %s\n", file.c_str());
-    return 1;
+  std::atexit(cleanup);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, onSignal);
+
+  auto acct = taskstats::ensureTaskDelayacct(true);
+  std::printf("taskstats delay accounting: %s\n", acct.note.c_str());
+
+  std::vector<std::pair<std::string, std::string>> files;  // (reader, path)
+  for (const auto& r : splitComma(readers)) {
+    if (r == "disk") {
+      gDiskFile = file;
+      if (!lv::ensureFile(file, sizeMiB * kMiB)) {
+        std::fprintf(stderr, "cannot create %s\n", file.c_str());
+        return 1;
+      }
+      files.emplace_back("disk", file);
+    } else if (r == "fast") {
+      gFast = std::make_unique<FastFs>(sizeMiB * kMiB + 256 * kMiB);
+      if (!gFast->ok() || !lv::ensureFile(gFast->file(), sizeMiB * kMiB)) {
+        std::fprintf(stderr, "fast reader unavailable: skipped\n");
+        gFast.reset();
+        continue;
+      }
+      files.emplace_back("fast", gFast->file());
+    } else {
+      std::fprintf(stderr, "unknown reader %s (disk, fast)\n", r.c_str());
+      return 2;
+    }
   }
-  lv::TestCgroup cg("seed000", limitMiB * MiB);
+  gCg = std::make_unique<lv::TestCgroup>("seed000", limitMiB * kMiB);
+  const lv::TestCgroup& cg = *gCg;
   if (!cg.ok()) return 1;
   Discovery discovery(DiscoveryOptions{});
   (void)discovery.refresh();
@@ -121,34 +352,37 @@ int main(int argc, char** argv) {
   opts.auditLog = auditPath.empty() ? tmp.path("audit.jsonl") : auditPath;
   opts.schedPolicy = sched;
 
-  std::printf("seed 000: %llu MiB file %s through a %llu MiB memcg, margins start %llu / target "
+  std::printf("seed 000: %llu MiB file through a %llu MiB memcg, margins start %llu / target "
               "%llu MiB, %d interleaved runs per mode, controller threads sched=%s\n",
-              (unsigned long long)sizeMiB, file.c_str(), (unsigned long long)limitMiB,
+              (unsigned long long)sizeMiB, (unsigned long long)limitMiB,
               (unsigned long long)startMiB, (unsigned long long)targetMiB, runs, sched.c_str());
 
-  auto one = [&](bool protect) {
+  auto one = [&](const std::string& path, bool protect) {
     Row row;
     std::unique_ptr<Controller> c;
     if (protect) {
       c = std::make_unique<Controller>(opts, discovery);
       c->start();
-      if (auto e = c->protect({cg.label(), startMiB * MiB, targetMiB * MiB, 0})) {
+      if (auto e = c->protect({cg.label(), startMiB * kMiB, targetMiB * kMiB, 0})) {
         std::fprintf(stderr, "protect: %s\n", e->message.c_str());
         std::exit(1);
       }
     }
-    lv::dropCache(file);
+    lv::dropCache(path);
     cg.resetCounters();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::streamoff auditAt = fileSize(opts.auditLog);
     double cpu0 = lv::processCpuSeconds();
-    auto r = lv::runReader(cg.path(), file);
+    auto r = lv::runReader(cg.path(), path, reclaimDelay);
     double cpu1 = lv::processCpuSeconds();
     row.failcnt = cg.u64("memory.failcnt");
+    row.rclKnown = r.reclaimDelayKnown;
+    row.rclCount = static_cast<double>(r.reclaimDelayCount);
+    row.rclMs = static_cast<double>(r.reclaimDelayNs) * 1e-6;
     row.wall = r.wallSeconds;
-    row.sys = r.cpuSeconds;
+    row.cpu = r.cpuSeconds;
     row.p99 = r.p99ReadMs;
     row.max = r.maxReadMs;
-    row.slow = r.slowReadsMs;
     row.ctlCpu = cpu1 - cpu0;
     if (c) {
       metrics::Sink s;
@@ -158,60 +392,49 @@ int main(int argc, char** argv) {
       double n = metric(s, "memcg_controller_trigger_to_reclaim_seconds");
       row.lat = n > 0 ? metric(s, "memcg_controller_trigger_to_reclaim_seconds", true) / n : 0;
       c->stop();
+      row.minMargin = minMarginSince(opts.auditLog, auditAt);
     }
     if (!r.ok) std::fprintf(stderr, "reader failed\n");
     return row;
   };
 
-  auto scenario = [&](const char* title) {
-    std::printf("\n== %s ==\n", title);
+  std::vector<Verdict> verdicts;
+  auto setup = [&](const std::string& reader, const std::string& path, const std::string& host) {
+    std::string title = reader + " reader, " +
+                        (host == "idle" ? std::string("idle host")
+                                        : "CPU hog on every core (" +
+                                              std::to_string(std::thread::hardware_concurrency()) +
+                                              " spinners outside the memcg)");
+    std::printf("\n== %s ==\n", title.c_str());
     header();
     std::vector<Row> off, on;
     for (int i = 0; i < runs; ++i) {
-      off.push_back(one(false));
+      off.push_back(one(path, false));
       printRow("off", i, off.back());
-      on.push_back(one(true));
+      on.push_back(one(path, true));
       printRow("on", i, on.back());
+      std::fflush(stdout);
     }
-    auto med = [&](const std::vector<Row>& v) {
-      Row m;
-      std::vector<double> a;
-      auto col = [&](auto get) {
-        a.clear();
-        for (const auto& r : v) a.push_back(get(r));
-        return median(a);
-      };
-      m.failcnt = static_cast<uint64_t>(col([](const Row& r) { return double(r.failcnt); }));
-      m.wall = col([](const Row& r) { return r.wall; });
-      m.sys = col([](const Row& r) { return r.sys; });
-      m.p99 = col([](const Row& r) { return r.p99; });
-      m.max = col([](const Row& r) { return r.max; });
-      m.slow = col([](const Row& r) { return r.slow; });
-      m.ctlCpu = col([](const Row& r) { return r.ctlCpu; });
-      m.actions = col([](const Row& r) { return r.actions; });
-      m.reclaimed = col([](const Row& r) { return r.reclaimed; });
-      m.lat = col([](const Row& r) { return r.lat; });
-      return m;
-    };
-    Row mo = med(off), mn = med(on);
+    Verdict v{title, medianRow(off), medianRow(on)};
     std::printf("---- medians\n");
-    printRow("off", -1, mo);
-    printRow("on", -1, mn);
-    double cut = mo.failcnt ? 100.0 * (1.0 - double(mn.failcnt) / double(mo.failcnt)) : 0;
-    double sysSaved = mo.sys - mn.sys;
-    std::printf("failcnt %llu -> %llu (-%.1f%%); reader CPU %.3f -> %.3f s (saved %.3f s); "
-                "controller CPU %.3f s (%.2fx the reader CPU saved)\n",
-                (unsigned long long)mo.failcnt, (unsigned long long)mn.failcnt, cut, mo.sys,
-                mn.sys, sysSaved, mn.ctlCpu, sysSaved > 0 ? mn.ctlCpu / sysSaved : NAN);
+    printRow("off", -1, v.off);
+    printRow("on", -1, v.on);
+    printVerdict(v);
+    verdicts.push_back(v);
   };
 
-  if (!hogOnly) scenario("idle host");
-  if (hog || hogOnly) {
-    int n = static_cast<int>(std::thread::hardware_concurrency());
-    lv::CpuHogs hogs(n);
-    std::string title = "CPU hog on every core (" + std::to_string(n) + " spinners outside the memcg)";
-    scenario(title.c_str());
+  for (const auto& host : splitComma(hosts)) {
+    if (host != "idle" && host != "hog") {
+      std::fprintf(stderr, "unknown host setup %s (idle, hog)\n", host.c_str());
+      return 2;
+    }
+    if (host == "hog") gHogs = std::make_unique<lv::CpuHogs>(std::thread::hardware_concurrency());
+    for (const auto& [reader, path] : files) setup(reader, path, host);
+    gHogs.reset();
   }
-  if (!keep) ::unlink(file.c_str());
+  std::printf("\n==== summary (medians; command: %s", argv[0]);
+  for (int i = 1; i < argc; ++i) std::printf(" %s", argv[i]);
+  std::printf(")\n");
+  for (const auto& v : verdicts) printVerdict(v);
   return 0;
 }

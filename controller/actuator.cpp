@@ -178,10 +178,11 @@ struct WriteFd {
   bool regular = false;  ///< not on cgroupfs: a fixture tree
 };
 
-Result<WriteFd> openForWrite(const CgroupDir& dir, std::string_view name) {
+Result<WriteFd> openForWrite(const CgroupDir& dir, std::string_view name,
+                             int flags = O_WRONLY) {
   std::string n(name);
   WriteFd w;
-  w.fd.reset(::openat(dir.fd(), n.c_str(), O_WRONLY | O_CLOEXEC));
+  w.fd.reset(::openat(dir.fd(), n.c_str(), flags | O_CLOEXEC));
   if (!w.fd.valid()) return makeError(errno, dir.path() + "/" + n);
   // kernfs files are S_IFREG too: tell a fixture tree by its filesystem.
   struct statfs sf {};
@@ -416,6 +417,23 @@ Result<Fd> Actuator::armV1Threshold(const CgroupDir& dir, std::string_view cgrou
   // A regular file (fixture) never signals; the caller's polling covers it.
   if (w->regular) return makeError(ENOTSUP, dir.path(), "not cgroupfs: polling only");
   return efd;
+}
+
+Result<Fd> Actuator::armV2PressureTrigger(const CgroupDir& dir, std::string_view cgroup,
+                                          std::string_view trigger) {
+  if (!allowed(cgroup)) return makeError(EPERM, dir.path(), "not allowed");
+  auto w = openForWrite(dir, wfile::kV2Pressure, O_RDWR | O_NONBLOCK);
+  if (!w) return w.error();
+  // The kernel overwrites the last byte written with a NUL: send one.
+  std::string text(trigger);
+  text.push_back('\0');
+  int e = writeText(w->fd.get(), w->regular, wfile::kV2Pressure, text);
+  if (e != 0) {
+    return makeError(e, dir.path() + "/" + std::string(wfile::kV2Pressure),
+                     std::string(trigger));
+  }
+  if (w->regular) return makeError(ENOTSUP, dir.path(), "not cgroupfs: polling only");
+  return std::move(w->fd);
 }
 
 void Actuator::releaseJournal(const CgroupDir& dir) {

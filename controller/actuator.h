@@ -22,7 +22,8 @@
 // swappiness= (6.12+) is probed once with a zero-byte request.
 //
 // v1 thresholds: armV1Threshold() registers a usage threshold eventfd through
-// cgroup.event_control (a cgroupfs write, hence here).
+// cgroup.event_control; v2 PSI: armV2PressureTrigger() writes a trigger to
+// memory.pressure (cgroupfs writes, hence here).
 //
 // Every entry point refuses the root cgroup and labels the allow predicate
 // rejects, before any write.
@@ -108,6 +109,13 @@ class Actuator {
   /// Registers a v1 usage threshold; returns the (non-blocking) eventfd.
   Result<Fd> armV1Threshold(const cgroupfs::CgroupDir& dir, std::string_view cgroup,
                             uint64_t thresholdBytes);
+
+  /// v2: creates a PSI trigger (`trigger` = "some|full <stall us> <window us>")
+  /// on memory.pressure; returns its fd, to poll for POLLPRI (closing it
+  /// removes the trigger). ENOENT: no PSI here; EOPNOTSUPP: PSI off for the
+  /// cgroup; ENOTSUP: a fixture tree (never signals).
+  Result<Fd> armV2PressureTrigger(const cgroupfs::CgroupDir& dir, std::string_view cgroup,
+                                  std::string_view trigger);
 
   /// Clears the armed journal entries of a cgroup directory (protection ended).
   void releaseJournal(const cgroupfs::CgroupDir& dir);

@@ -46,6 +46,34 @@ bool uintField(const nlohmann::json& j, const char* name, bool required, uint64_
   return true;
 }
 
+/// A percent field: a JSON number above 0 and below 100 (fractions allowed).
+bool percentField(const nlohmann::json& j, const char* name, double& out, std::string& why) {
+  if (!j.contains(name)) return true;
+  const auto& v = j[name];
+  if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() < 100)) {
+    why = std::string(name) + " must be a number above 0 and below 100 (percent of the limit)";
+    return false;
+  }
+  out = v.get<double>();
+  return true;
+}
+
+/// One margin, given as <what>_margin_bytes or <what>_margin_percent (exactly one).
+bool marginField(const nlohmann::json& j, const std::string& what, uint64_t& bytes,
+                 double& percent, std::string& why) {
+  const std::string b = what + "_margin_bytes", p = what + "_margin_percent";
+  const bool hasB = j.contains(b), hasP = j.contains(p);
+  if (hasB && hasP) {
+    why = "give " + b + " or " + p + ", not both";
+    return false;
+  }
+  if (!hasB && !hasP) {
+    why = "missing field " + b + " (or " + p + ")";
+    return false;
+  }
+  return hasB ? uintField(j, b.c_str(), true, bytes, why) : percentField(j, p.c_str(), percent, why);
+}
+
 bool cgroupField(const nlohmann::json& j, std::string& out, std::string& why) {
   if (!j.contains("cgroup") || !j["cgroup"].is_string()) {
     why = "missing string field cgroup";
@@ -134,17 +162,26 @@ HttpResult ControllerApi::handleProtect(const std::string& body,
   if (!j) return jsonError(400, why);
   Protection p;
   if (!cgroupField(*j, p.cgroup, why) ||
-      !uintField(*j, "start_margin_bytes", true, p.startMarginBytes, why) ||
-      !uintField(*j, "target_margin_bytes", true, p.targetMarginBytes, why) ||
+      !marginField(*j, "start", p.startMarginBytes, p.startMarginPercent, why) ||
+      !marginField(*j, "target", p.targetMarginBytes, p.targetMarginPercent, why) ||
       !uintField(*j, "floor_bytes", false, p.floorBytes, why)) {
     return jsonError(400, why);
   }
   if (auto err = controller_->protect(p)) return jsonError(statusFor(err->kind), err->message);
   nlohmann::json ok = {{"status", "protected"},
                        {"cgroup", p.cgroup},
-                       {"start_margin_bytes", p.startMarginBytes},
-                       {"target_margin_bytes", p.targetMarginBytes},
                        {"dry_run", controller_->options().dryRun}};
+  // The form asked for; GET state shows the bytes a percent resolves to.
+  if (p.startMarginPercent > 0) {
+    ok["start_margin_percent"] = p.startMarginPercent;
+  } else {
+    ok["start_margin_bytes"] = p.startMarginBytes;
+  }
+  if (p.targetMarginPercent > 0) {
+    ok["target_margin_percent"] = p.targetMarginPercent;
+  } else {
+    ok["target_margin_bytes"] = p.targetMarginBytes;
+  }
   return HttpResult{200, ok.dump()};
 }
 

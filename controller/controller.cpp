@@ -11,11 +11,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "collectors/cgroupfs/readers.h"
 #include "collectors/collector.h"
 #include "common/log.h"
+#include "common/parse.h"
 
 namespace memcg::controller {
 namespace {
@@ -26,6 +29,15 @@ using cgroupfs::ReadStatus;
 const std::vector<double> kLatencyBounds = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
                                             0.05,   0.1,   0.25,  0.5,   1.0,  2.5};
 constexpr uint64_t kWakeId = 0;
+// epoll data of a protection's fds: id * 2 + 1 for its PSI trigger, id * 2
+// for the other (v1 threshold eventfd / v2 memory.events); ids start at 1.
+constexpr uint64_t epollKey(uint64_t id, bool psi) { return id * 2 + (psi ? 1 : 0); }
+
+// Wake sources (the "trigger" label and audit field).
+constexpr const char* kSrcThreshold = "threshold";
+constexpr const char* kSrcEvents = "memory.events";
+constexpr const char* kSrcPsi = "psi";
+constexpr const char* kSrcPoll = "poll";
 
 int64_t unixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -54,14 +66,21 @@ struct Controller::Prot {
   Fd eventFd;                  // v1 threshold eventfd, or v2 memory.events fd
   uint64_t armedFor = 0;       // the limit the threshold was armed for
   bool armFailed = false;      // polling only (fixture, no event_control)
-  bool fired = false;
-  std::atomic<bool> armed{false};  // for state(): a wake source is registered
+  Fd psiFd;                    // v2 PSI trigger on memory.pressure
+  bool psiFailed = false;      // no PSI for this cgroup: the other sources only
+  const char* firedBy = nullptr;   // this wake's source, if an fd fired
+  std::atomic<bool> armed{false};  // for state(): eventFd is registered
+  std::atomic<bool> psiArmed{false};
   // Guarded by Controller::mu_.
   bool queued = false;
   bool busy = false;
   bool removed = false;
   Clock::time_point triggerAt{};
   std::string triggerSource;
+  // The first wake that found the margin short but could not queue (cooldown):
+  // the episode's trigger, so the latency counts the wait.
+  Clock::time_point pendingAt{};
+  const char* pendingSource = nullptr;
   Clock::time_point cooldownUntil{};
   uint64_t lastUsage = 0;
   uint64_t lastLimit = 0;
@@ -73,6 +92,25 @@ struct Controller::Prot {
   std::string lastDetail;
   int64_t lastActionMs = 0;
 };
+
+namespace {
+
+uint64_t percentOf(uint64_t limit, double pct) {
+  return static_cast<uint64_t>(std::floor(static_cast<double>(limit) * pct / 100.0));
+}
+
+/// A percent margin field: 0 (unused) or finite in (0, 100).
+bool percentOk(double v) { return v == 0 || (std::isfinite(v) && v > 0 && v < 100); }
+
+}  // namespace
+
+uint64_t Protection::startBytes(uint64_t limit) const {
+  return startMarginPercent > 0 ? percentOf(limit, startMarginPercent) : startMarginBytes;
+}
+
+uint64_t Protection::targetBytes(uint64_t limit) const {
+  return targetMarginPercent > 0 ? percentOf(limit, targetMarginPercent) : targetMarginBytes;
+}
 
 std::string_view errorKindName(ErrorKind k) {
   switch (k) {
@@ -187,7 +225,16 @@ Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOpt
                     " failed=" + std::to_string(recovery_.failed));
     }
   }
-  latencyBuckets_.assign(kLatencyBounds.size() + 1, 0);
+  if (!v2_) {
+    wakeSources_ = {kSrcThreshold, kSrcPoll};
+  } else {
+    wakeSources_ = {kSrcEvents, kSrcPsi, kSrcPoll};
+    if (opts_.v2WakePsi) {
+      auto t = parsePsiTrigger(opts_.psiTrigger);
+      if (!t) throw std::invalid_argument("--controller.psi-trigger: " + t.error().message());
+    }
+  }
+  for (const char* src : wakeSources_) latency_[src].buckets.assign(kLatencyBounds.size() + 1, 0);
 
   dProtected_ = nodeGauge("memcg_controller_protected_cgroups",
                           "Cgroups under controller protection.");
@@ -201,10 +248,11 @@ Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOpt
                             "conflict, nothing, denied, gone, error).",
                             {"actuator", "result"});
   dLatency_ = metrics::Desc{"memcg_controller_trigger_to_reclaim_seconds",
-                            "Time from the controller's wake (threshold eventfd or poll) to the "
-                            "return of the first reclaiming write.",
+                            "Time from the controller's wake that found the margin short to the "
+                            "return of the episode's first reclaiming write, by what woke it "
+                            "(trigger: threshold (v1 eventfd), memory.events, psi (v2), poll).",
                             metrics::Type::kHistogram,
-                            {},
+                            {"trigger"},
                             kLatencyBounds};
   dCpu_ = nodeCounter("memcg_controller_cpu_seconds_total",
                       "CPU time of the controller's waiter and worker threads.");
@@ -317,10 +365,26 @@ std::optional<OpError> Controller::protect(const Protection& in) {
   Protection p = in;
   if (p.cgroup.empty() || p.cgroup.front() != '/')
     return OpError{ErrorKind::kBadInput, "cgroup must be a label starting with '/'"};
-  if (p.startMarginBytes == 0)
-    return OpError{ErrorKind::kBadInput, "start_margin_bytes must be > 0"};
-  if (p.targetMarginBytes <= p.startMarginBytes)
+  if (!percentOk(p.startMarginPercent) || !percentOk(p.targetMarginPercent))
+    return OpError{ErrorKind::kBadInput,
+                   "start_margin_percent and target_margin_percent must be above 0 and below 100"};
+  if (p.startMarginPercent > 0 && p.startMarginBytes > 0)
+    return OpError{ErrorKind::kBadInput,
+                   "give start_margin_bytes or start_margin_percent, not both"};
+  if (p.targetMarginPercent > 0 && p.targetMarginBytes > 0)
+    return OpError{ErrorKind::kBadInput,
+                   "give target_margin_bytes or target_margin_percent, not both"};
+  const bool startPct = p.startMarginPercent > 0, targetPct = p.targetMarginPercent > 0;
+  if (!startPct && p.startMarginBytes == 0)
+    return OpError{ErrorKind::kBadInput, "start_margin_bytes (or start_margin_percent) must be > 0"};
+  if (!targetPct && p.targetMarginBytes == 0)
+    return OpError{ErrorKind::kBadInput,
+                   "target_margin_bytes (or target_margin_percent) must be > 0"};
+  if (!startPct && !targetPct && p.targetMarginBytes <= p.startMarginBytes)
     return OpError{ErrorKind::kBadInput, "target_margin_bytes must exceed start_margin_bytes"};
+  if (startPct && targetPct && p.targetMarginPercent <= p.startMarginPercent)
+    return OpError{ErrorKind::kBadInput,
+                   "target_margin_percent must exceed start_margin_percent"};
   if (p.cgroup == "/") return OpError{ErrorKind::kForbidden, "the root cgroup is never written"};
   if (!allowed(p.cgroup))
     return OpError{ErrorKind::kForbidden, "cgroup does not match --controller.allow"};
@@ -331,7 +395,9 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     if (it != prots_.end()) {
       const Protection& o = it->second->p;
       if (o.startMarginBytes == p.startMarginBytes &&
-          o.targetMarginBytes == p.targetMarginBytes && o.floorBytes == p.floorBytes)
+          o.targetMarginBytes == p.targetMarginBytes &&
+          o.startMarginPercent == p.startMarginPercent &&
+          o.targetMarginPercent == p.targetMarginPercent && o.floorBytes == p.floorBytes)
         return std::nullopt;  // idempotent
       return OpError{ErrorKind::kConflict,
                      "cgroup is already protected with other margins; unprotect it first"};
@@ -353,7 +419,16 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     return OpError{ErrorKind::kConflict,
                    "cgroup has no memory limit (v1 memory.limit_in_bytes / v2 memory.max or "
                    "memory.high): no margin to keep"};
-  if (p.targetMarginBytes >= r.limit)
+  const uint64_t startB = p.startBytes(r.limit), targetB = p.targetBytes(r.limit);
+  if (startB == 0)
+    return OpError{ErrorKind::kBadInput, "the start margin is 0 bytes at the limit (" +
+                                             std::to_string(r.limit) + ")"};
+  if (targetB <= startB)
+    return OpError{ErrorKind::kBadInput,
+                   "the target margin must exceed the start margin; at the limit (" +
+                       std::to_string(r.limit) + ") the target is " + std::to_string(targetB) +
+                       " bytes, the start " + std::to_string(startB)};
+  if (targetB >= r.limit)
     return OpError{ErrorKind::kBadInput, "target_margin_bytes must be below the limit (" +
                                              std::to_string(r.limit) + ")"};
   {
@@ -367,13 +442,16 @@ std::optional<OpError> Controller::protect(const Protection& in) {
     prots_[p.cgroup] = prot;
     byId_[prot->id] = prot;
   }
-  audit_->write("protect", {{"cgroup", p.cgroup},
-                            {"start_margin_bytes", p.startMarginBytes},
-                            {"target_margin_bytes", p.targetMarginBytes},
-                            {"floor_bytes", p.floorBytes},
-                            {"limit_bytes", r.limit},
-                            {"usage_bytes", r.usage},
-                            {"dry_run", opts_.dryRun}});
+  nlohmann::json a = {{"cgroup", p.cgroup},
+                      {"start_margin_bytes", startB},
+                      {"target_margin_bytes", targetB},
+                      {"floor_bytes", p.floorBytes},
+                      {"limit_bytes", r.limit},
+                      {"usage_bytes", r.usage},
+                      {"dry_run", opts_.dryRun}};
+  if (startPct) a["start_margin_percent"] = p.startMarginPercent;
+  if (targetPct) a["target_margin_percent"] = p.targetMarginPercent;
+  audit_->write("protect", std::move(a));
   wakeWaiter();
   return std::nullopt;
 }
@@ -403,6 +481,42 @@ std::optional<OpError> Controller::unprotect(const std::string& cgroup) {
 
 void Controller::updateCpu(std::atomic<double>& slot) { slot.store(threadCpuSeconds()); }
 
+std::string Controller::wakeName(const Prot& p) const {
+  std::string w;
+  if (p.armed.load()) w = v2_ ? kSrcEvents : kSrcThreshold;
+  if (p.psiArmed.load()) w += w.empty() ? kSrcPsi : std::string("+") + kSrcPsi;
+  return w.empty() ? kSrcPoll : w + "+" + kSrcPoll;
+}
+
+Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
+  PsiTrigger t;
+  std::string_view rest = text, kind, stall, window, extra;
+  auto word = [&](std::string_view& out) {
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    size_t n = rest.find(' ');
+    out = rest.substr(0, n);
+    rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n);
+    return !out.empty();
+  };
+  const char* want = "want \"some|full <stall us> <window us>\", e.g. \"some 1000 500000\"";
+  if (!word(kind) || !word(stall) || !word(window) || word(extra) ||
+      (kind != "some" && kind != "full")) {
+    return makeError(EINVAL, std::string(text), want);
+  }
+  t.full = kind == "full";
+  auto s = parseU64(stall), w = parseU64(window);
+  if (!s || !w) return makeError(EINVAL, std::string(text), want);
+  // The kernel's limits (kernel/sched/psi.c): 500 ms <= window <= 10 s,
+  // 0 < stall <= window.
+  if (*w < 500000 || *w > 10000000)
+    return makeError(EINVAL, std::string(text), "the window must be 500000..10000000 us");
+  if (*s == 0 || *s > *w)
+    return makeError(EINVAL, std::string(text), "the stall must be > 0 and at most the window");
+  t.stallUs = *s;
+  t.windowUs = *w;
+  return t;
+}
+
 void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
   if (p->armFailed && p->armedFor == limit) return;
   if (p->eventFd.valid()) {
@@ -412,9 +526,10 @@ void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
   p->armedFor = limit;
   p->armFailed = false;
   struct epoll_event ev {};
-  ev.data.u64 = p->id;
+  ev.data.u64 = epollKey(p->id, false);
   if (!v2_) {
-    uint64_t threshold = limit > p->p.startMarginBytes ? limit - p->p.startMarginBytes : 1;
+    uint64_t start = p->p.startBytes(limit);
+    uint64_t threshold = limit > start ? limit - start : 1;
     auto efd = actuator_->armV1Threshold(*p->dir, p->p.cgroup, threshold);
     if (!efd) {
       p->armFailed = true;
@@ -427,6 +542,10 @@ void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
   } else {
     // memory.events notifies (POLLPRI) when a key changes: "high"/"max"
     // hits wake us at once; the poll covers the approach.
+    if (!opts_.v2WakeEvents) {
+      p->armFailed = true;
+      return;
+    }
     std::string n(cgroupfs::fileName(FileId::kV2Events));
     Fd fd(::openat(p->dir->fd(), n.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) {
@@ -442,8 +561,29 @@ void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
   }
 }
 
-void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now, bool fired,
-                       std::string& buf, bool& retrySoon) {
+void Controller::armPsi(const std::shared_ptr<Prot>& p) {
+  auto fd = actuator_->armV2PressureTrigger(*p->dir, p->p.cgroup, opts_.psiTrigger);
+  struct epoll_event ev {};
+  ev.events = EPOLLPRI;
+  ev.data.u64 = epollKey(p->id, true);
+  if (fd && ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd->get(), &ev) == 0) {
+    p->psiFd = std::move(*fd);
+    p->psiArmed = true;
+    return;
+  }
+  p->psiFailed = true;
+  std::string why = fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
+  log::info("controller: no PSI trigger, waking on memory.events and the poll",
+            kv("cgroup", p->p.cgroup) + " " + kv("err", why));
+}
+
+void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
+                       const char* firedBy, std::string& buf, bool& retrySoon) {
+  bool busyBefore;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    busyBefore = p->busy;
+  }
   Reading r = readUsage(*p, buf);
   if (r.gone) {
     {
@@ -457,25 +597,44 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now, bo
     return;
   }
   if (!r.ok) return;
-  if (!r.unlimited && (!p->eventFd.valid() || p->armedFor != r.limit)) {
+  bool busyAfter;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    busyAfter = p->busy;
+  }
+  // Not while a v1 nudge may be in flight: the limit read may be the lowered
+  // one, and re-arming for it (then back) would leave a window with no
+  // threshold at the right place.
+  if (!r.unlimited && !busyBefore && !busyAfter &&
+      (!p->eventFd.valid() || p->armedFor != r.limit)) {
     rearm(p, r.limit);
     p->armed = p->eventFd.valid();
   }
+  if (v2_ && opts_.v2WakePsi && !p->psiFd.valid() && !p->psiFailed) armPsi(p);
   std::lock_guard<std::mutex> g(mu_);
   p->lastUsage = r.usage;
   p->lastLimit = r.limit;
   p->lastUnlimited = r.unlimited;
   if (r.unlimited || p->removed) return;
   uint64_t margin = r.limit > r.usage ? r.limit - r.usage : 0;
-  if (margin >= p->p.startMarginBytes) return;
+  if (margin >= p->p.startBytes(r.limit)) {
+    p->pendingSource = nullptr;
+    return;
+  }
   if (p->queued || p->busy) return;
+  const char* source = firedBy ? firedBy : kSrcPoll;
   if (now < p->cooldownUntil) {
     retrySoon = true;
+    if (!p->pendingSource) {
+      p->pendingAt = now;
+      p->pendingSource = source;
+    }
     return;
   }
   p->queued = true;
-  p->triggerAt = now;
-  p->triggerSource = fired ? (v2_ ? "memory.events" : "threshold") : "poll";
+  p->triggerAt = p->pendingSource ? p->pendingAt : now;
+  p->triggerSource = p->pendingSource ? p->pendingSource : source;
+  p->pendingSource = nullptr;
   queue_.push_back(p);
   cv_.notify_one();
 }
@@ -506,38 +665,58 @@ void Controller::waiterLoop() {
       }
     }
     for (auto& d : dead) {
-      if (d->eventFd.valid()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, d->eventFd.get(), nullptr);
-      d->eventFd.reset();  // closes the eventfd: the kernel drops the threshold
+      for (Fd* f : {&d->eventFd, &d->psiFd}) {
+        if (f->valid()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, f->get(), nullptr);
+        f->reset();  // closing the eventfd drops the threshold; the PSI fd, the trigger
+      }
     }
     for (int i = 0; i < n; ++i) {
-      uint64_t id = evs[i].data.u64;
-      if (id == kWakeId) {
+      uint64_t key = evs[i].data.u64;
+      if (key == kWakeId) {
         uint64_t v;
         (void)!::read(wake_.get(), &v, sizeof v);
         continue;
       }
+      const bool psi = key % 2 == 1;
       for (auto& p : list) {
-        if (p->id != id) continue;
-        if (!v2_) {
+        if (p->id != key / 2) continue;
+        const char* src;
+        if (psi) {
+          // POLLPRI = the trigger fired (epoll's poll call consumed it);
+          // POLLERR = the trigger is gone (cgroup removed): stop polling it.
+          if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+            ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p->psiFd.get(), nullptr);
+            p->psiFd.reset();
+            p->psiFailed = true;
+            p->psiArmed = false;
+            continue;
+          }
+          src = kSrcPsi;
+        } else if (!v2_) {
           uint64_t v;
           (void)!::read(p->eventFd.get(), &v, sizeof v);
+          src = kSrcThreshold;
         } else {
           char tmp[512];
           (void)!::pread(p->eventFd.get(), tmp, sizeof tmp, 0);  // re-arms POLLPRI
+          src = kSrcEvents;
         }
-        p->fired = true;
+        if (!p->firedBy) p->firedBy = src;  // the first source of this wake
       }
     }
     retrySoon = false;
     for (auto& p : list) {
-      check(p, now, p->fired, buf, retrySoon);
-      p->fired = false;
+      check(p, now, p->firedBy, buf, retrySoon);
+      p->firedBy = nullptr;
     }
     updateCpu(waiterCpu_);
   }
   // Unregister all thresholds on the way out.
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& [_, p] : byId_) p->eventFd.reset();
+  for (auto& [_, p] : byId_) {
+    p->eventFd.reset();
+    p->psiFd.reset();
+  }
 }
 
 void Controller::workerLoop() {
@@ -601,9 +780,12 @@ void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {
       if (s < 0) s = 0;
       size_t b = 0;
       while (b < kLatencyBounds.size() && s > kLatencyBounds[b]) ++b;
-      latencyBuckets_[b]++;
-      latencyCount_++;
-      latencySum_ += s;
+      auto it = latency_.find(p.triggerSource);
+      if (it != latency_.end()) {
+        it->second.buckets[b]++;
+        it->second.count++;
+        it->second.sum += s;
+      }
     }
   }
   nlohmann::json a = {{"cgroup", p.p.cgroup},
@@ -639,8 +821,11 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
     Reading r = readUsage(*p, buf);
     if (!r.ok || r.unlimited) return;
     uint64_t margin = r.limit > r.usage ? r.limit - r.usage : 0;
-    if (margin >= p->p.targetMarginBytes) return;
-    uint64_t need = p->p.targetMarginBytes - margin;
+    // A limit changed since protect() can make a percent target fall below a
+    // bytes start margin: then reclaim to the start margin.
+    uint64_t target = std::max(p->p.targetBytes(r.limit), p->p.startBytes(r.limit));
+    if (margin >= target) return;
+    uint64_t need = target - margin;
     if (opts_.dryRun) {
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -694,21 +879,22 @@ nlohmann::json Controller::state() const {
   for (const auto& [label, p] : prots_) {
     uint64_t margin = p->lastLimit > p->lastUsage ? p->lastLimit - p->lastUsage : 0;
     nlohmann::json j = {{"cgroup", label},
-                        {"start_margin_bytes", p->p.startMarginBytes},
-                        {"target_margin_bytes", p->p.targetMarginBytes},
+                        {"start_margin_bytes", p->p.startBytes(p->lastLimit)},
+                        {"target_margin_bytes", p->p.targetBytes(p->lastLimit)},
                         {"floor_bytes", p->p.floorBytes},
                         {"usage_bytes", p->lastUsage},
                         {"limit_bytes", p->lastUnlimited ? nlohmann::json(nullptr)
                                                          : nlohmann::json(p->lastLimit)},
                         {"margin_bytes", margin},
-                        {"wake", p->armed.load() ? (v2_ ? "memory.events" : "threshold")
-                                                    : "poll"},
+                        {"wake", wakeName(*p)},
                         {"busy", p->busy},
                         {"episodes", p->episodes},
                         {"actions", p->actions},
                         {"reclaimed_bytes", p->reclaimed},
                         {"last_result", p->lastOutcome},
                         {"protected_since_ms", p->sinceMs}};
+    if (p->p.startMarginPercent > 0) j["start_margin_percent"] = p->p.startMarginPercent;
+    if (p->p.targetMarginPercent > 0) j["target_margin_percent"] = p->p.targetMarginPercent;
     if (!p->lastDetail.empty()) j["last_detail"] = p->lastDetail;
     if (p->lastActionMs) j["last_action_ms"] = p->lastActionMs;
     prots.push_back(std::move(j));
@@ -728,7 +914,10 @@ nlohmann::json Controller::state() const {
       {"cpu_seconds", waiterCpu_.load() + workerCpu_.load()},
       {"dry_run_actions", dryRunActions_},
   };
-  if (v2_) s["v2_swappiness_supported"] = actuator_->v2SwappinessSupported();
+  if (v2_) {
+    s["v2_swappiness_supported"] = actuator_->v2SwappinessSupported();
+    s["psi_trigger"] = opts_.v2WakePsi ? nlohmann::json(opts_.psiTrigger) : nlohmann::json(nullptr);
+  }
   return s;
 }
 
@@ -744,13 +933,16 @@ void Controller::collect(metrics::Sink& sink) const {
       sink.add(dActions_, {l, sink.keep(k.first), sink.keep(k.second)}, static_cast<double>(n));
     }
   }
-  std::vector<uint64_t> cum(kLatencyBounds.size());
-  uint64_t run = 0;
-  for (size_t i = 0; i < kLatencyBounds.size(); ++i) {
-    run += latencyBuckets_[i];
-    cum[i] = run;
+  for (const char* src : wakeSources_) {
+    const Latency& h = latency_.at(src);
+    std::vector<uint64_t> cum(kLatencyBounds.size());
+    uint64_t run = 0;
+    for (size_t i = 0; i < kLatencyBounds.size(); ++i) {
+      run += h.buckets[i];
+      cum[i] = run;
+    }
+    sink.family(dLatency_).addHistogram({src}, h.count, h.sum, std::move(cum));
   }
-  sink.family(dLatency_).addHistogram({}, latencyCount_, latencySum_, std::move(cum));
   sink.add(dCpu_, {}, waiterCpu_.load() + workerCpu_.load());
   sink.add(dDryRun_, {}, static_cast<double>(dryRunActions_));
   sink.add(dRestores_, {}, static_cast<double>(journalRestores_));

@@ -2,24 +2,33 @@
 // limit by reclaiming in the background, off the workload's own path (seeds
 // 000/001; issue 4).
 //
-// Protection {cgroup, start margin, target margin, floor}, all in bytes: when
-// limit - usage falls below the start margin, reclaim until it is back at the
-// target margin (seed 000's low/high watermarks), never taking usage below the
-// floor. "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high
-// (v2); a cgroup without one cannot be protected (409). Percentages are not
-// accepted: convert with the limit (bytes are what the kernel acts on).
+// Protection {cgroup, start margin, target margin, floor}: when limit - usage
+// falls below the start margin, reclaim until it is back at the target margin
+// (seed 000's low/high watermarks), never taking usage below the floor.
+// "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high (v2);
+// a cgroup without one cannot be protected (409). Each margin is given either
+// in bytes or in percent of the limit (0 < p < 100, fractions allowed); a
+// percent margin is resolved against the limit read at each check (bytes =
+// floor(limit * p / 100)), so it follows a limit that changes later. Checked at
+// protect time against the current limit: start > 0, target > start, target <
+// limit (400 otherwise).
 //
 // Threads: a waiter and an actuation worker; nothing runs inside a scrape.
 //   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
-//            limit - start margin (re-armed when the limit changes), or on v2
-//            memory.events (POLLPRI); plus a polling fallback every
-//            poll-interval (50 ms) that reads usage and limit. A crossing
-//            queues the cgroup once (one protection at a time per cgroup).
+//            limit - start margin (re-armed when the limit changes, never
+//            while a nudge may be in flight), or on v2 memory.events (POLLPRI)
+//            and a PSI trigger on memory.pressure (POLLPRI; psiTrigger, e.g.
+//            "some 1000 500000"; a kernel or cgroup without PSI keeps the
+//            others); plus a polling fallback every poll-interval (50 ms) that
+//            reads usage and limit. A short margin queues the cgroup once (one
+//            protection at a time per cgroup).
 //   worker   runs an episode: up to max-nudges actuations (actuator.h) until
 //            the target margin is reached, bounded by a bytes-per-second
 //            token bucket and a CPU budget over 1 s windows; then a cooldown.
-// Trigger-to-reclaim latency = waiter wake (eventfd or poll) -> return of the
-// reclaiming write of the episode's first actuation.
+// Trigger-to-reclaim latency = the waiter's wake that first found the margin
+// short (eventfd, memory.events, PSI or poll; a wake during the cooldown
+// counts from then) -> return of the reclaiming write of the episode's first
+// actuation; a histogram per wake source (label trigger).
 //
 // Safety: nothing is written unless enabled; dry-run logs, audits and counts
 // what it would do (usage thresholds are still registered: that changes no
@@ -58,6 +67,14 @@ struct Protection {
   uint64_t startMarginBytes = 0;   ///< reclaim when limit - usage < this
   uint64_t targetMarginBytes = 0;  ///< ... until limit - usage >= this
   uint64_t floorBytes = 0;         ///< 0 = ControllerOptions::floorBytes
+  /// > 0: the start / target margin in percent of the limit instead of bytes
+  /// (the bytes field is then ignored, and must be 0).
+  double startMarginPercent = 0;
+  double targetMarginPercent = 0;
+
+  /// The margins in bytes for a limit (percent forms resolved, floored).
+  uint64_t startBytes(uint64_t limit) const;
+  uint64_t targetBytes(uint64_t limit) const;
 };
 
 enum class ErrorKind { kBadInput, kForbidden, kNotFound, kConflict, kDisabled, kInternal };
@@ -130,8 +147,10 @@ class Controller {
 
   void waiterLoop();
   void workerLoop();
-  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, bool fired,
+  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, const char* firedBy,
              std::string& buf, bool& retrySoon);
+  void armPsi(const std::shared_ptr<Prot>& p);
+  std::string wakeName(const Prot& p) const;
   void rearm(const std::shared_ptr<Prot>& p, uint64_t limit);
   void episode(const std::shared_ptr<Prot>& p);
   void record(const Prot& p, const ReclaimResult& r, bool first);
@@ -153,9 +172,13 @@ class Controller {
   std::map<uint64_t, std::shared_ptr<Prot>> byId_;
   uint64_t nextId_ = 1;
   std::map<std::string, Counters> counters_;
-  std::vector<uint64_t> latencyBuckets_;  // non-cumulative, one per bound + overflow
-  uint64_t latencyCount_ = 0;
-  double latencySum_ = 0;
+  struct Latency {
+    std::vector<uint64_t> buckets;  // non-cumulative, one per bound + overflow
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::vector<const char*> wakeSources_;    // the trigger label values of this mode
+  std::map<std::string, Latency> latency_;  // by wake source
   uint64_t dryRunActions_ = 0;
   uint64_t journalRestores_ = 0;
   std::map<std::string, uint64_t> throttled_;  // reason
@@ -182,5 +205,14 @@ class Controller {
 };
 
 std::string_view errorKindName(ErrorKind k);
+
+/// A PSI trigger spec, "some|full <stall us> <window us>" (the kernel's
+/// limits: 500 ms <= window <= 10 s, 0 < stall <= window).
+struct PsiTrigger {
+  bool full = false;
+  uint64_t stallUs = 0;
+  uint64_t windowUs = 0;
+};
+Result<PsiTrigger> parsePsiTrigger(std::string_view text);
 
 }  // namespace memcg::controller

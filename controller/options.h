@@ -22,7 +22,19 @@ struct ControllerOptions {
   uint64_t floorBytes = 16ull << 20;  ///< never reclaim a cgroup below this usage
   uint64_t maxStepBytes = 256ull << 20;  ///< at most this much per limit nudge
   int cooldownMs = 5;           ///< quiet time after an episode for a cgroup
-  int pollIntervalMs = 50;      ///< fallback polling period (the eventfd is the fast path)
+  int pollIntervalMs = 50;      ///< --controller.poll-interval-ms: fallback polling period
+                                ///< (the v1 eventfd / v2 memory.events and PSI are the fast path)
+  /// --controller.v2-wake: v2 wake sources besides the poll. memory.events
+  /// (POLLPRI when a key such as "max" or "high" changes) and a PSI trigger
+  /// on memory.pressure (POLLPRI when the cgroup's tasks stalled on memory
+  /// for psiTrigger's stall within its window). A kernel or cgroup without
+  /// PSI (no memory.pressure, or the trigger write refused) keeps the others.
+  bool v2WakeEvents = true;
+  bool v2WakePsi = true;
+  /// --controller.psi-trigger: "some|full <stall us> <window us>", written to
+  /// memory.pressure (Documentation/accounting/psi.rst; the kernel takes
+  /// windows of 500 ms to 10 s and fires at most once per window).
+  std::string psiTrigger = "some 1000 500000";
   int maxNudgesPerEpisode = 8;  ///< lower-and-restore pairs per trigger at most
   double cpuBudget = 0.5;       ///< controller worker CPU, fraction of one CPU per 1 s window
   uint64_t maxBytesPerSecond = 8ull << 30;  ///< reclaim rate cap (token bucket, 1 s burst)

@@ -24,6 +24,10 @@ inline constexpr std::string_view kV1Usage = "memory.usage_in_bytes";
 /// v2 (5.19+): "<bytes>[ swappiness=<0-200>]" (swappiness= since 6.12):
 /// proactive reclaim; EAGAIN when less than asked was reclaimed.
 inline constexpr std::string_view kV2Reclaim = "memory.reclaim";
+/// v2 (PSI, 4.20+ with CONFIG_PSI and psi enabled): writing "some|full
+/// <stall us> <window us>" (with its terminating NUL) to an open fd creates a
+/// trigger that lives as long as that fd and signals POLLPRI. Opened O_RDWR.
+inline constexpr std::string_view kV2Pressure = "memory.pressure";
 /// v2: throttling threshold (not written yet: the memory.high dip fallback
 /// for kernels without memory.reclaim is listed as not done).
 inline constexpr std::string_view kV2High = "memory.high";

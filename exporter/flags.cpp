@@ -113,6 +113,41 @@ const std::vector<Flag>& flagTable() {
        "Policy of the controller's threads: other, batch or idle (each limit nudge itself "
        "always runs as SCHED_OTHER).",
        false, [](Options& o, const std::string& v) { o.controller.schedPolicy = v; }, "other"},
+      {"controller.poll-interval-ms",
+       "Fallback polling period of the controller's waiter, ms (the v1 threshold eventfd and "
+       "the v2 memory.events / PSI trigger are the fast path).",
+       false,
+       [](Options& o, const std::string& v) {
+         o.controller.pollIntervalMs = parseInt("controller.poll-interval-ms", v, 1, 600000);
+       },
+       "50"},
+      {"controller.v2-wake",
+       "cgroup v2 wake sources besides the poll, comma-separated: events (memory.events), psi "
+       "(a PSI trigger on memory.pressure); empty: the poll only.",
+       false,
+       [](Options& o, const std::string& v) {
+         o.controller.v2WakeEvents = o.controller.v2WakePsi = false;
+         std::string_view rest = v;
+         while (!rest.empty()) {
+           size_t n = rest.find(',');
+           std::string_view w = rest.substr(0, n);
+           rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n + 1);
+           if (w == "events") {
+             o.controller.v2WakeEvents = true;
+           } else if (w == "psi") {
+             o.controller.v2WakePsi = true;
+           } else if (!w.empty()) {
+             throw std::invalid_argument("--controller.v2-wake takes events and/or psi, got \"" +
+                                         std::string(w) + "\"");
+           }
+         }
+       },
+       "events,psi"},
+      {"controller.psi-trigger",
+       "PSI trigger the controller writes to a protected v2 cgroup's memory.pressure: "
+       "\"some|full <stall us> <window us>\" (window 500000..10000000).",
+       false, [](Options& o, const std::string& v) { o.controller.psiTrigger = v; },
+       "some 1000 500000"},
       {"log.level", "Only log messages with the given severity or above: debug, info, warn, error.",
        false,
        [](Options& o, const std::string& v) {

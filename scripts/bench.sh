@@ -20,7 +20,8 @@ if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_
   build/tracing/tracing_decode_bench
 fi
 if [[ $what == seed000 || $what == all ]]; then
-  echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM)"
+  echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM);"
+  echo "   disk-backed and fast (ext4 on a loop device over /dev/shm) readers, idle and CPU-hogged"
   bench/seed000_delays.sh build/exporter/memcg_exporter 5
   build/controller/controller_seed000
 fi

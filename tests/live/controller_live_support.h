@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -146,11 +147,20 @@ struct ReaderResult {
   double sysSeconds = 0;   ///< the reader's system CPU
   double userSeconds = 0;
   double cpuSeconds = 0;   ///< the reader's on-CPU time (schedstat, precise)
+  // Filled by the caller's in-child hook, if any (e.g. taskstats RECLAIM delay).
+  bool reclaimDelayKnown = false;
+  uint64_t reclaimDelayCount = 0;
+  uint64_t reclaimDelayNs = 0;
 };
+
+/// Runs in the reader process after the last read, before it exits (it may
+/// fill the reclaimDelay* fields). Must not throw.
+using ReaderHook = std::function<void(ReaderResult&)>;
 
 /// Forks a reader that joins `cgroupPath` and streams `file` in 128 KiB reads
 /// (as cat does), timing each read(). Waits for it.
-inline ReaderResult runReader(const std::string& cgroupPath, const std::string& file) {
+inline ReaderResult runReader(const std::string& cgroupPath, const std::string& file,
+                              const ReaderHook& inChild = {}) {
   int p[2];
   ReaderResult res;
   if (::pipe2(p, O_CLOEXEC) != 0) return res;
@@ -188,6 +198,7 @@ inline ReaderResult runReader(const std::string& cgroupPath, const std::string& 
       r.maxReadMs = lat.back();
       r.p99ReadMs = lat[std::min(lat.size() - 1, lat.size() * 99 / 100)];
     }
+    if (inChild) inChild(r);
     (void)!::write(p[1], &r, sizeof r);
     _exit(0);
   }

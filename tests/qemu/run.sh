@@ -30,7 +30,7 @@ exporter_explicit=0
 [[ -n "${exporter}" ]] && exporter_explicit=1
 no_exporter=0
 cache_dir="${MEMCG_QEMU_CACHE:-/var/cache/memcg_exporter_test_qemu}"
-timeout_s="${MEMCG_QEMU_TIMEOUT:-240}"
+timeout_s="${MEMCG_QEMU_TIMEOUT:-480}"
 keep=0
 verbose=0
 

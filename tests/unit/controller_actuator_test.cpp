@@ -285,6 +285,32 @@ TEST_F(V2ActuatorTest, SwappinessProbedOnce) {
   EXPECT_TRUE(neu.v2SwappinessSupported());
 }
 
+TEST_F(V2ActuatorTest, PsiTriggerIsWrittenToMemoryPressure) {
+  Actuator a(opts(), nullptr);
+  // No memory.pressure (no PSI in this kernel): ENOENT, nothing written.
+  auto none = a.armV2PressureTrigger(*dir_, "/a", "some 1000 500000");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().err, ENOENT);
+  EXPECT_TRUE(writes_.empty());
+  t_.write("a/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  auto fd = a.armV2PressureTrigger(*dir_, "/a", "some 1000 500000");
+  EXPECT_FALSE(fd.ok());  // a regular file never signals: polling only
+  EXPECT_EQ(fd.error().err, ENOTSUP);
+  ASSERT_EQ(writes_.size(), 1u);
+  EXPECT_EQ(writes_[0].file, "memory.pressure");
+  // The kernel overwrites the last byte written with a NUL, so it is sent.
+  EXPECT_EQ(writes_[0].text, std::string("some 1000 500000\0", 17));
+  // PSI off for this cgroup (cgroup.pressure 0): the write fails.
+  fault_ = [](std::string_view) { return EOPNOTSUPP; };
+  auto off = a.armV2PressureTrigger(*dir_, "/a", "some 1000 500000");
+  ASSERT_FALSE(off.ok());
+  EXPECT_EQ(off.error().err, EOPNOTSUPP);
+  // Outside the allow-list: never written.
+  writes_.clear();
+  EXPECT_EQ(a.armV2PressureTrigger(*dir_, "/b", "some 1000 500000").error().err, EPERM);
+  EXPECT_TRUE(writes_.empty());
+}
+
 TEST_F(V2ActuatorTest, MissingMemoryReclaimIsAnError) {
   ::unlink(t_.path("a/memory.reclaim").c_str());
   Actuator a(opts(), nullptr);

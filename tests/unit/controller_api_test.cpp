@@ -75,7 +75,15 @@ TEST_F(ControllerApiTest, BadInputIs400) {
                         R"({"cgroup":"/a","start_margin_bytes":1.5,"target_margin_bytes":2})",
                         R"({"cgroup":"/a","start_margin_bytes":5,"target_margin_bytes":2})",
                         R"({"cgroup":"/a","start_margin_bytes":0,"target_margin_bytes":2})",
-                        R"({"cgroup":"/a","start_margin_bytes":1,"target_margin_bytes":2,"floor_bytes":true})"}) {
+                        R"({"cgroup":"/a","start_margin_bytes":1,"target_margin_bytes":2,"floor_bytes":true})",
+                        R"({"cgroup":"/a","start_margin_percent":0,"target_margin_percent":50})",
+                        R"({"cgroup":"/a","start_margin_percent":10,"target_margin_percent":100})",
+                        R"({"cgroup":"/a","start_margin_percent":-5,"target_margin_percent":50})",
+                        R"({"cgroup":"/a","start_margin_percent":"10","target_margin_percent":50})",
+                        R"({"cgroup":"/a","start_margin_percent":30,"target_margin_percent":20})",
+                        R"({"cgroup":"/a","start_margin_percent":10,"start_margin_bytes":1,"target_margin_percent":50})",
+                        R"({"cgroup":"/a","start_margin_bytes":134217728,"target_margin_percent":50})",
+                        R"({"cgroup":"/a","start_margin_percent":10})"}) {
     auto r = api.handleProtect(b, auth_);
     EXPECT_EQ(r.status, 400) << b;
     EXPECT_FALSE(err(r).empty()) << b;
@@ -108,6 +116,32 @@ TEST_F(ControllerApiTest, ProtectUnprotectFlow) {
   EXPECT_EQ(j["mode"], "v1");
   EXPECT_EQ(api.handleUnprotect(R"({"cgroup":"/a"})", auth_).status, 200);
   EXPECT_EQ(api.handleUnprotect(R"({"cgroup":"/a"})", auth_).status, 404);
+}
+
+TEST_F(ControllerApiTest, PercentMargins) {
+  ControllerApi api(controller_.get(), "s3cret");
+  auto both = api.handleProtect(
+      R"({"cgroup":"/a","start_margin_percent":10,"start_margin_bytes":1,"target_margin_percent":50})",
+      auth_);
+  EXPECT_EQ(both.status, 400);
+  EXPECT_EQ(err(both), "give start_margin_bytes or start_margin_percent, not both");
+  auto none = api.handleProtect(R"({"cgroup":"/a","target_margin_percent":50})", auth_);
+  EXPECT_EQ(err(none), "missing field start_margin_bytes (or start_margin_percent)");
+  auto range = api.handleProtect(
+      R"({"cgroup":"/a","start_margin_percent":100,"target_margin_percent":50})", auth_);
+  EXPECT_EQ(err(range),
+            "start_margin_percent must be a number above 0 and below 100 (percent of the limit)");
+  // Fractions are fine; mixed forms too. /a's limit is 256 MiB.
+  auto ok = api.handleProtect(
+      R"({"cgroup":"/a","start_margin_percent":12.5,"target_margin_bytes":134217728})", auth_);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  auto j = nlohmann::json::parse(ok.body);
+  EXPECT_EQ(j["start_margin_percent"], 12.5);
+  EXPECT_EQ(j["target_margin_bytes"], 128 * MiB);
+  auto st = nlohmann::json::parse(api.handleState(auth_).body);
+  EXPECT_EQ(st["protections"][0]["start_margin_bytes"], 32 * MiB);
+  EXPECT_EQ(st["protections"][0]["start_margin_percent"], 12.5);
+  EXPECT_EQ(st["protections"][0]["target_margin_bytes"], 128 * MiB);
 }
 
 TEST_F(ControllerApiTest, TokenFile) {

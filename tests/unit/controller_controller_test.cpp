@@ -3,7 +3,11 @@
 // the allow-list, metrics, audit log, and the journal replay at start-up.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <thread>
 
 #include "controller/controller.h"
@@ -46,7 +50,7 @@ class ControllerTest : public ::testing::Test {
     o.faultInjector = [this](std::string_view f, std::string_view text) {
       std::lock_guard<std::mutex> g(mu_);
       writes_.push_back(std::string(f) + "=" + std::string(text));
-      if (f == "memory.limit_in_bytes" && text != std::to_string(256 * MiB)) {
+      if (f == "memory.limit_in_bytes" && text != std::to_string(origLimit_.load())) {
         t_.write("memory/a/memory.usage_in_bytes", std::string(text) + "\n");
       }
       return 0;
@@ -84,6 +88,7 @@ class ControllerTest : public ::testing::Test {
   ControllerOptions opts_;
   std::mutex mu_;
   std::vector<std::string> writes_;
+  std::atomic<uint64_t> origLimit_{256 * MiB};  // a limit write of anything else "reclaims"
 };
 
 TEST_F(ControllerTest, ValidatesProtections) {
@@ -142,6 +147,167 @@ TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
   EXPECT_NE(audit.find("\"event\":\"protect\""), std::string::npos);
   EXPECT_NE(audit.find("\"event\":\"reclaim\""), std::string::npos);
   EXPECT_EQ(audit.find("/other"), std::string::npos);
+}
+
+TEST_F(ControllerTest, ValidatesPercentMargins) {
+  Controller c(opts_, *discovery_, seams());
+  auto kind = [&](Protection p) {
+    auto e = c.protect(p);
+    return e ? e->kind : ErrorKind::kInternal;
+  };
+  auto pct = [](double s, double t, uint64_t sb = 0, uint64_t tb = 0) {
+    Protection p{"/a", sb, tb, 0};
+    p.startMarginPercent = s;
+    p.targetMarginPercent = t;
+    return p;
+  };
+  EXPECT_EQ(kind(pct(0, 50)), ErrorKind::kBadInput);     // no start margin at all
+  EXPECT_EQ(kind(pct(-1, 50)), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(25, 100)), ErrorKind::kBadInput);   // 100% is the whole limit
+  EXPECT_EQ(kind(pct(25, std::nan(""))), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(50, 25)), ErrorKind::kBadInput);    // target below start
+  EXPECT_EQ(kind(pct(25, 25)), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(pct(25, 50, 64 * MiB)), ErrorKind::kBadInput);  // bytes and percent
+  // Mixed forms are compared at the current limit (256 MiB): 64 MiB vs 20% = 51.2 MiB.
+  EXPECT_EQ(kind(pct(0, 20, 64 * MiB)), ErrorKind::kBadInput);
+  auto e = c.protect(pct(0, 20, 64 * MiB));
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("the target is 53687091 bytes, the start 67108864"),
+            std::string::npos) << e->message;
+  // 1e-7% of 256 MiB is 0 bytes.
+  EXPECT_EQ(kind(pct(1e-7, 50)), ErrorKind::kBadInput);
+  EXPECT_FALSE(c.protect(pct(0, 50, 64 * MiB)));  // 64 MiB start, 128 MiB target
+  EXPECT_FALSE(c.protect(pct(0, 50, 64 * MiB)));  // idempotent
+  EXPECT_EQ(kind(pct(25, 50)), ErrorKind::kConflict);  // same bytes, other form
+  auto st = c.state();
+  ASSERT_EQ(st["protections"].size(), 1u);
+  EXPECT_EQ(st["protections"][0]["start_margin_bytes"], 64 * MiB);
+  EXPECT_EQ(st["protections"][0]["target_margin_bytes"], 128 * MiB);
+  EXPECT_EQ(st["protections"][0]["target_margin_percent"], 50.0);
+  EXPECT_FALSE(st["protections"][0].contains("start_margin_percent"));
+}
+
+TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
+  Controller c(opts_, *discovery_, seams());
+  c.start();
+  Protection p{"/a", 0, 0, 0};
+  p.startMarginPercent = 25;   // 64 MiB of 256 MiB
+  p.targetMarginPercent = 50;  // 128 MiB
+  ASSERT_FALSE(c.protect(p));
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
+  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    EXPECT_EQ(writes_[writes_.size() - 2], "memory.limit_in_bytes=" + std::to_string(128 * MiB));
+  }
+  // Someone raises the limit to 512 MiB: the margins become 128 / 256 MiB.
+  origLimit_ = 512 * MiB;
+  t_.write("memory/a/memory.limit_in_bytes", std::to_string(512 * MiB) + "\n");
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(300 * MiB) + "\n");  // margin 212
+  ASSERT_TRUE(waitFor([&] { return c.state()["protections"][0]["limit_bytes"] == 512 * MiB; }));
+  EXPECT_EQ(c.state()["protections"][0]["start_margin_bytes"], 128 * MiB);
+  EXPECT_EQ(c.state()["protections"][0]["target_margin_bytes"], 256 * MiB);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(limitWrites(), 2u);  // 212 MiB free >= 128 MiB: nothing to do
+  t_.write("memory/a/memory.usage_in_bytes", std::to_string(400 * MiB) + "\n");  // margin 112
+  // Reclaim down to 512 - 256 MiB (in two nudges: the fixture's memory.stat
+  // gives back 90 MiB per step), the limit put back after each.
+  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 6; }));
+  c.stop();
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::string> lw;
+  bool rearmed = false;
+  for (const auto& w : writes_) {
+    if (w.rfind("memory.limit_in_bytes=", 0) == 0) lw.push_back(w.substr(22));
+    // The v1 threshold follows too: 512 - 128 MiB.
+    rearmed |= w.rfind("cgroup.event_control=", 0) == 0 &&
+               w.substr(w.rfind(' ') + 1) == std::to_string(384 * MiB);
+  }
+  EXPECT_TRUE(rearmed);
+  ASSERT_EQ(lw.size(), 6u);
+  EXPECT_EQ(lw[4], std::to_string(256 * MiB));
+  EXPECT_EQ(lw[5], std::to_string(512 * MiB));
+}
+
+TEST(PsiTriggerTest, Parses) {
+  auto t = parsePsiTrigger("some 1000 500000");
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->full);
+  EXPECT_EQ(t->stallUs, 1000u);
+  EXPECT_EQ(t->windowUs, 500000u);
+  EXPECT_TRUE(parsePsiTrigger("full 150000 1000000")->full);
+  for (const char* bad : {"", "some", "some 1000", "some 1000 500000 x", "any 1000 500000",
+                          "some 0 500000", "some 600000 500000", "some 1000 100000",
+                          "some 1000 20000000", "some -1 500000", "some 1e3 500000"}) {
+    EXPECT_FALSE(parsePsiTrigger(bad).ok()) << bad;
+  }
+}
+
+// v2 on a fixture tree: memory.reclaim, the PSI trigger attempted (a regular
+// file never signals: the poll wakes it), the latency by trigger.
+TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
+  testing::TempTree t;
+  testing::makeV2(t, "a", 256 * MiB, 100 * MiB);
+  t.write("a/memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  DiscoveryOptions d;
+  d.cgroupfsRoot = t.root();
+  d.procfsRoot = t.path("noproc");
+  Discovery discovery(d);
+  ASSERT_TRUE(discovery.refresh().ok());
+  ASSERT_EQ(discovery.layout().mode, CgroupMode::kV2);
+  ControllerOptions o;
+  o.enable = true;
+  o.allow = "/a";
+  o.journal = "";
+  o.pollIntervalMs = 5;
+  o.cooldownMs = 1;
+  std::mutex mu;
+  std::vector<std::string> writes;
+  ActuatorOptions seams;
+  seams.faultInjector = [&](std::string_view f, std::string_view text) {
+    std::lock_guard<std::mutex> g(mu);
+    writes.push_back(std::string(f) + "=" + std::string(text));
+    if (f == "memory.reclaim") t.write("a/memory.current", std::to_string(100 * MiB) + "\n");
+    return 0;
+  };
+  {
+    ControllerOptions bad = o;
+    bad.psiTrigger = "some 1000 100";
+    EXPECT_THROW(Controller(bad, discovery, seams), std::invalid_argument);
+  }
+  Controller c(o, discovery, seams);
+  c.start();
+  ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+  t.write("a/memory.current", std::to_string(200 * MiB) + "\n");  // margin 56 MiB
+  auto reclaimWrites = [&] {
+    std::lock_guard<std::mutex> g(mu);
+    return std::count_if(writes.begin(), writes.end(),
+                         [](const std::string& w) { return w.rfind("memory.reclaim=", 0) == 0; });
+  };
+  for (int i = 0; i < 600 && reclaimWrites() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto st = c.state();
+  c.stop();
+  ASSERT_EQ(reclaimWrites(), 1);
+  {
+    std::lock_guard<std::mutex> g(mu);
+    EXPECT_NE(std::find(writes.begin(), writes.end(),
+                        std::string("memory.pressure=some 1000 500000\0", 33)),
+              writes.end());
+    EXPECT_NE(std::find(writes.begin(), writes.end(), "memory.reclaim=" + std::to_string(72 * MiB)),
+              writes.end());
+  }
+  EXPECT_EQ(st["psi_trigger"], "some 1000 500000");
+  EXPECT_EQ(st["protections"][0]["wake"], "poll");  // fixture files never signal
+  metrics::Sink s;
+  c.collect(s);
+  std::map<std::string, uint64_t> byTrigger;
+  for (const auto& f : s.families()) {
+    if (f.desc->name != "memcg_controller_trigger_to_reclaim_seconds") continue;
+    for (const auto& h : f.histograms) byTrigger[std::string(h.values[0])] = h.count;
+  }
+  EXPECT_EQ(byTrigger, (std::map<std::string, uint64_t>{{"memory.events", 0}, {"poll", 1}, {"psi", 0}}));
 }
 
 TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {

@@ -73,6 +73,24 @@ TEST(Flags, BadInputHasAOneLineReason) {
   EXPECT_NE(reason({"--collector.vmstat=yes"}).find("takes no value"), std::string::npos);
 }
 
+TEST(Flags, ControllerWake) {
+  Options d = parse({});
+  EXPECT_EQ(d.controller.pollIntervalMs, 50);
+  EXPECT_TRUE(d.controller.v2WakeEvents);
+  EXPECT_TRUE(d.controller.v2WakePsi);
+  EXPECT_EQ(d.controller.psiTrigger, "some 1000 500000");
+  Options o = parse({"--controller.poll-interval-ms=10000", "--controller.v2-wake=psi",
+                     "--controller.psi-trigger=full 5000 1000000"});
+  EXPECT_EQ(o.controller.pollIntervalMs, 10000);
+  EXPECT_FALSE(o.controller.v2WakeEvents);
+  EXPECT_TRUE(o.controller.v2WakePsi);
+  EXPECT_EQ(o.controller.psiTrigger, "full 5000 1000000");
+  Options none = parse({"--controller.v2-wake="});
+  EXPECT_FALSE(none.controller.v2WakeEvents || none.controller.v2WakePsi);
+  EXPECT_THROW(parse({"--controller.v2-wake=events,bogus"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--controller.poll-interval-ms=0"}), std::invalid_argument);
+}
+
 TEST(Flags, CivetListeningPort) {
   EXPECT_EQ(civetListeningPort(":9712"), "9712");
   EXPECT_EQ(civetListeningPort("127.0.0.1:9712"), "127.0.0.1:9712");

@@ -191,6 +191,11 @@ else
   mt_fail ctl_margin_kept "memory.current ${on_cur} > limit - start margin $((LIMIT - START_MARGIN))"
 fi
 mt_info "after the protected run: memory.current $((on_cur / MIB)) MiB of $((LIMIT / MIB)) MiB"
+# The trigger-to-reclaim latency by wake path (count and sum per trigger).
+if [ -s "${S}" ]; then
+  mt_info "trigger_to_reclaim by trigger: $(grep '^memcg_controller_trigger_to_reclaim_seconds_\(count\|sum\)' \
+    "${S}" | sed 's/^memcg_controller_trigger_to_reclaim_seconds_//' | tr '\n' ' ')"
+fi
 # What woke the controller for each action (audit log, JSON lines).
 mt_info "actions by trigger: $(grep '"reclaim"' /tmp/ctl_audit.jsonl 2>/dev/null |
   grep -o '"trigger":"[a-z.]*"' | sort | uniq -c | tr -s ' \n' '  ')"
@@ -200,13 +205,15 @@ mt_info "actions by trigger: $(grep '"reclaim"' /tmp/ctl_audit.jsonl 2>/dev/null
 code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
 if [ "${code}" = 200 ] && grep -q "\"${ON_LABEL}\"" "${A}.body"; then
   mt_pass ctl_state_lists_protection
-  mt_info "state: $(grep -o '"episodes":[0-9]*\|"actions":[0-9]*\|"wake":"[a-z.]*"\|"last_result":"[a-z_]*"' \
+  mt_info "state: $(grep -o '"episodes":[0-9]*\|"actions":[0-9]*\|"wake":"[a-z.+]*"\|"last_result":"[a-z_]*"' \
     "${A}.body" | tr '\n' ' ')"
-  # On v2 the waiter sleeps on memory.events (POLLPRI) next to its poll.
-  if grep -q '"wake":"memory.events"' "${A}.body"; then
-    mt_pass ctl_wake_armed_on_memory_events
+  # On v2 the waiter sleeps on memory.events (POLLPRI) and a PSI trigger on
+  # memory.pressure (POLLPRI) next to its poll.
+  if grep -q '"wake":"memory.events+psi+poll"' "${A}.body"; then
+    mt_pass ctl_wake_armed_on_memory_events_and_psi
   else
-    mt_fail ctl_wake_armed_on_memory_events "state: $(grep -o '"wake":"[^"]*"' "${A}.body")"
+    mt_fail ctl_wake_armed_on_memory_events_and_psi "state: $(grep -o '"wake":"[^"]*"' "${A}.body")" \
+      "(want memory.events+psi+poll)"
   fi
 else
   mt_fail ctl_state_lists_protection "GET /api/v1/controller/state: HTTP ${code:-none}" \

@@ -24,9 +24,9 @@
 // (medians), the controller's CPU <= 1.5x the stall removed.
 //
 // Needs root and cgroup v1 memory; the fast reader also mkfs.ext4, losetup and
-// /dev/shm. Switches kernel.task_delayacct on (and leaves it on, as the
-// exporter's --collector.taskstats.enable-delayacct does: a concurrent user
-// may rely on it). Usage:
+// /dev/shm. Switches kernel.task_delayacct on for the run and back off at exit
+// if it was off (as the exporter's --collector.taskstats.enable-delayacct
+// does). Usage:
 //   controller_seed000 [--readers disk,fast] [--hosts idle,hog] [--file PATH]
 //                      [--size-mib 1024] [--limit-mib 256] [--runs 5]
 //                      [--start-mib 64] [--target-mib 128]
@@ -206,8 +206,13 @@ std::unique_ptr<lv::TestCgroup> gCg;
 std::unique_ptr<lv::CpuHogs> gHogs;
 std::string gDiskFile;
 bool gKeep = false;
+bool gDelayacctSwitched = false;  // we turned kernel.task_delayacct on
 
 void cleanup() {
+  if (gDelayacctSwitched) {
+    (void)taskstats::writeTaskDelayacct(false);
+    gDelayacctSwitched = false;
+  }
   gHogs.reset();
   gCg.reset();
   gFast.reset();
@@ -315,6 +320,7 @@ int main(int argc, char** argv) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, onSignal);
 
   auto acct = taskstats::ensureTaskDelayacct(true);
+  gDelayacctSwitched = acct.enabled_by_exporter;
   std::printf("taskstats delay accounting: %s\n", acct.note.c_str());
 
   std::vector<std::pair<std::string, std::string>> files;  // (reader, path)

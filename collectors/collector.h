@@ -35,6 +35,10 @@ struct CollectorConfig {
   std::string memoryStatFields;
   /// taskstats: switch kernel.task_delayacct on at start (off again at exit).
   bool enableDelayacct = false;
+  /// vmscan: lock contention probes (--collector.vmscan.locks), off by default.
+  bool vmscanLocks = false;
+  /// vmscan: sampled lock callers (--collector.vmscan.lock-callers; implies locks).
+  bool vmscanLockCallers = false;
 };
 
 struct ScrapeContext {

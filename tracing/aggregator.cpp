@@ -66,6 +66,7 @@ Aggregator::Aggregator(AggregatorOptions opts, std::unique_ptr<CgroupResolver> r
   unknown.unknown = true;
   slots_.push_back(std::move(unknown));
   pids_.reserve(4096);
+  locks_.setMaxPids(opts_.max_pids);
 }
 
 void Aggregator::registerProactiveReclaimer(int32_t tid) {
@@ -88,7 +89,10 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
   std::string key(path.empty() ? std::string_view("/") : path);
   auto it = by_path_.find(key);
   if (it != by_path_.end()) {
-    if (id != 0) slots_[it->second].id = id;
+    if (id != 0) {
+      slots_[it->second].id = id;
+      by_id_[id] = it->second;
+    }
     return it->second;
   }
   if (slots_.size() - (overflow_slot_ ? 1 : 0) - 1 >= opts_.max_cgroups) {
@@ -104,6 +108,7 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
   s.path = key;
   s.id = id != 0 ? id : (resolver_ ? resolver_->idOf(key) : 0);
   uint32_t slot = static_cast<uint32_t>(slots_.size());
+  if (s.id != 0) by_id_[s.id] = slot;
   slots_.push_back(std::move(s));
   by_path_.emplace(std::move(key), slot);
   return slot;
@@ -258,6 +263,7 @@ void Aggregator::handle(const Event& e) {
       break;
     }
     default:
+      if (isLockEvent(e.type)) handleLock(e);
       break;
   }
 }
@@ -274,6 +280,7 @@ void Aggregator::endRound() {
   for (int32_t tid : exited_) {
     auto it = pids_.find(tid);
     if (it != pids_.end() && (it->second.flags & kFlagExited)) pids_.erase(it);
+    locks_.forget(tid);
   }
   exited_.clear();
 }
@@ -285,7 +292,59 @@ TraceSnapshot Aggregator::snapshot() const {
   s.node = node_;
   s.aggregator = counters_;
   s.aggregator.pid_cache_entries = pids_.size();
+  s.locks = locks_.snapshot(slots_);
   return s;
+}
+
+// --- Lock probes -------------------------------------------------------------
+
+uint32_t Aggregator::slotOfId(uint64_t id) {
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) return it->second;
+  if (id == 0 || unresolved_ids_.count(id) || !resolver_) return 0;
+  // A cgroup no task of ours was seen in yet: one walk of the hierarchy.
+  std::optional<std::string> path = resolver_->pathOfId(id);
+  if (!path) {
+    if (unresolved_ids_.size() >= opts_.max_cgroups) unresolved_ids_.clear();
+    unresolved_ids_.insert(id);
+    return 0;
+  }
+  uint32_t slot = internCgroup(*path, id);
+  by_id_[id] = slot;
+  return slot;
+}
+
+void Aggregator::handleLock(const Event& e) {
+  switch (e.type) {
+    case EventType::kLockContentionBegin: {
+      // Inside reclaim: charged to the task's cgroup. A plain lookup, never a
+      // /proc read: most contending tasks are not reclaiming.
+      uint32_t slot = LockStats::kNodeWide;
+      auto it = pids_.find(e.pid);
+      if (it != pids_.end()) {
+        const auto& b = it->second.begin_ts;
+        if (b[0] || b[1] || b[2]) slot = it->second.slot;
+      }
+      locks_.contentionBegin(e, slot);
+      break;
+    }
+    case EventType::kLockContentionEnd:
+      locks_.contentionEnd(e);
+      break;
+    case EventType::kRstatLockContended:
+    case EventType::kRstatLocked:
+    case EventType::kRstatUnlock:
+      if (e.cg_root == opts_.hierarchy_id) locks_.rstat(e, slotOfId(e.cg_id));
+      break;
+    case EventType::kMemcgFlushStats:
+      locks_.flushStats(e, slotOfId(e.cg_id));
+      break;
+    case EventType::kKernelStack:
+      locks_.kernelStack(e);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace memcg::tracing

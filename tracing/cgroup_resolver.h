@@ -23,6 +23,9 @@ class CgroupResolver {
   virtual std::optional<std::string> resolve(int32_t tid) = 0;
   /// Inode of the cgroup directory (the cgroup id), 0 if unknown.
   virtual uint64_t idOf(const std::string& path) { return 0; }
+  /// The path of the cgroup whose id (directory inode) is `id`, nullopt if
+  /// none (events that name a cgroup by id: rstat, memcg_flush_stats).
+  virtual std::optional<std::string> pathOfId(uint64_t id) { return std::nullopt; }
 };
 
 /// Reads /proc/<tid>/cgroup.
@@ -34,6 +37,9 @@ class ProcCgroupResolver final : public CgroupResolver {
   ProcCgroupResolver(std::string procfs, int hierarchy_id, std::string cgroup_mount);
   std::optional<std::string> resolve(int32_t tid) override;
   uint64_t idOf(const std::string& path) override;
+  /// Walks the hierarchy (depth <= 16); a miss costs one walk, so callers
+  /// cache misses.
+  std::optional<std::string> pathOfId(uint64_t id) override;
 
  private:
   std::string procfs_;

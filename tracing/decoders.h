@@ -56,6 +56,16 @@ class Decoder {
     kDstRoot,
     kDstId,
     kDstPath,
+    // Lock contention probes (lock_stats.h).
+    kLockAddr,
+    kLockFlags,
+    kLockRet,
+    kCgId,
+    kCgRoot,
+    kContended,
+    kNeedsFlush,
+    kStackSize,
+    kStackCallers,  // an array: only its offset is used
     kFieldCount
   };
   const FieldRef& field(EventType t, FieldSlot s) const;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "tracing/lock_metrics.h"
+
 namespace memcg::tracing {
 namespace {
 
@@ -169,12 +171,15 @@ void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
 }  // namespace
 
 std::vector<const metrics::Desc*> traceMetricDescs() {
-  return {&kReclaims,     &kReclaimed,     &kUnpaired,       &kStall,        &kLruScanned,
+  std::vector<const metrics::Desc*> all = {&kReclaims,     &kReclaimed,     &kUnpaired,       &kStall,        &kLruScanned,
           &kLruReclaimed, &kLruDirty,      &kLruWriteback,   &kWakeReq,      &kAttached,
           &kStatScanned,  &kStatFreed,     &kStatElapsed,    &kKswapdWakeups, &kKswapdAwake,
           &kWakeReqOrder, &kUp,            &kEvents,         &kLost,         &kDecodeErrors,
           &kReaderCpu,    &kPidCache,      &kPidLookups,     &kPidLookupFailures,
           &kOverflowEvents};
+  auto locks = lockMetricDescs();
+  all.insert(all.end(), locks.begin(), locks.end());
+  return all;
 }
 
 std::string_view traceCgroupLabel(const CgroupTraceStats& c) {
@@ -201,6 +206,7 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
     sink.add(kWakeReqOrder, {kOrderLabels[o]}, d(s.node.wakeup_requests_by_order[o]));
   }
   for (const CgroupTraceStats& c : s.cgroups) renderCgroup(c, sink);
+  renderLockSnapshot(s.locks, sink);
 }
 
 void renderTraceDown(metrics::Sink& sink) { sink.add(kUp, {}, 0); }

@@ -128,6 +128,7 @@ void LockStats::contentionEnd(const Event& e) {
   const Open o = p.open[static_cast<size_t>(found)];
   // Opens above the match lost their end (lost event): drop them with it.
   p.depth = static_cast<uint8_t>(found);
+  dropIfIdle(it);
   const uint64_t wait = e.ts >= o.ts ? e.ts - o.ts : 0;
   const LockKind kind = lockKindFromFlags(o.flags);
   LockKindArray& by_kind = o.slot == kNodeWide ? node_ : cg(o.slot).contention;
@@ -144,6 +145,14 @@ void LockStats::contentionEnd(const Event& e) {
   ++lit->second.count;
   lit->second.wait_ns += wait;
   if (locks_.size() > kMaxTrackedLocks) pruneLocks();
+}
+
+void LockStats::dropIfIdle(std::unordered_map<int32_t, PidState>::iterator it) {
+  // Only tasks inside a contention or an rstat lock keep an entry, so the map
+  // is bounded by what is in flight, not by every task that ever contended.
+  if (it == pids_.end()) return;
+  const PidState& p = it->second;
+  if (p.depth == 0 && p.rstat_wait_ts == 0 && p.rstat_hold_ts == 0) pids_.erase(it);
 }
 
 void LockStats::pruneLocks() {
@@ -191,6 +200,7 @@ void LockStats::rstat(const Event& e, uint32_t cg_slot) {
         ++rstat_unpaired_;
       }
       p.rstat_hold_ts = 0;
+      dropIfIdle(pids_.find(e.pid));
       break;
     default:
       break;

@@ -30,7 +30,7 @@
 // memcg or soft-limit reclaim (the aggregator's per-task begin/end state) is
 // charged to the task's cgroup; all others are node-wide.
 // Units: ns inside, seconds in metrics/JSON. Bounded: one entry per task with
-// an open contention (dropped on exit), per-cgroup series share the
+// a contention or rstat lock in flight (dropped at its end, or on exit), per-cgroup series share the
 // aggregator's slots (its cap and overflow), at most kMaxTrackedLocks lock
 // addresses and kMaxTrackedStacks stacks (then the lighter half is folded
 // into "other").
@@ -171,6 +171,8 @@ class LockStats {
   void kernelStack(const Event& e);
   /// The task exited: forget its open contentions.
   void forget(int32_t tid) { pids_.erase(tid); }
+  /// Tasks with a contention or rstat lock in flight (tests, bounds).
+  size_t openTasks() const { return pids_.size(); }
   /// Bound on tasks with state (the aggregator's max_pids).
   void setMaxPids(size_t n) { max_pids_ = n; }
 
@@ -198,6 +200,7 @@ class LockStats {
   };
   PidState& pid(int32_t tid);
   CgState& cg(uint32_t slot);
+  void dropIfIdle(std::unordered_map<int32_t, PidState>::iterator it);
   void pruneLocks();
   void pruneStacks();
 

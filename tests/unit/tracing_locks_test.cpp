@@ -400,6 +400,22 @@ TEST_F(LockAggregatorTest, CallerStacksCountedAndBounded) {
   EXPECT_EQ(s.stacks_sampled, 1003u);
 }
 
+TEST(LockStatsBounds, OnlyTasksInFlightKeepState) {
+  LockStats ls;
+  for (int32_t pid = 1; pid <= 1000; ++pid) {
+    ls.contentionBegin(begin(pid, 10, 0xa000 + pid, kLcbSpin), LockStats::kNodeWide);
+    ls.contentionEnd(end(pid, 20, 0xa000 + pid));
+    ls.rstat(rstat(EventType::kRstatLocked, pid, 30, 1), 0);
+    ls.rstat(rstat(EventType::kRstatUnlock, pid, 40, 1), 0);
+  }
+  EXPECT_EQ(ls.openTasks(), 0u);
+  ls.contentionBegin(begin(7, 50, 0xb000, kLcbWrite), LockStats::kNodeWide);  // in flight
+  ls.rstat(rstat(EventType::kRstatLocked, 8, 50, 1), 0);
+  EXPECT_EQ(ls.openTasks(), 2u);
+  ls.forget(7);
+  EXPECT_EQ(ls.openTasks(), 1u);
+}
+
 // --- symbols and reports ---------------------------------------------------------
 
 TEST(Kallsyms, FixtureTextAndData) {

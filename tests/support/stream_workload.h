@@ -5,8 +5,8 @@
 // LoopFs: an ext4 image in /var/tmp, loop-mounted at a directory beside it
 // (mkfs.ext4, mount -o loop); unmounted and deleted by the destructor.
 // StreamChild: a child that joins a v1 memcg, then, on a go byte, writes
-// `mib` MiB in 1 MiB blocks at `offset_mib` of a file, syncs, drops its page
-// cache and reads its part back. Two children on one file in one memcg
+// `mib` MiB in blocks of `block` bytes (1 MiB by default) at `offset_mib` of
+// a file, syncs, drops its page cache and reads its part back. Two children on one file in one memcg
 // contend on the file's i_rwsem while the holder reclaims inside write(), and
 // on the mapping's and the lruvec's spinlocks while reclaiming; streaming
 // reads of separate files alone contend almost never on the 2-CPU test VM.
@@ -31,7 +31,7 @@ class LoopFs {
  public:
   LoopFs(const std::string& base, uint64_t mib) : image_(base + ".img"), dir_(base + "_mnt") {
     const std::string cmd = "truncate -s " + std::to_string(mib) + "M " + image_ +
-                            " && mkfs.ext4 -q -F " + image_ + " && mkdir -p " + dir_ +
+                            " && mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 " + image_ + " && mkdir -p " + dir_ +
                             " && mount -o loop " + image_ + " " + dir_;
     ok_ = std::system(cmd.c_str()) == 0;
     mounted_ = ok_;
@@ -52,7 +52,8 @@ class LoopFs {
 class StreamChild {
  public:
   StreamChild(const std::string& memcg_dir, const std::string& file, uint64_t mib,
-              uint64_t offset_mib = 0) {
+              uint64_t offset_mib = 0, size_t block = 1 << 20) {
+    if (block == 0 || block > (1u << 20)) block = 1 << 20;
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return;
     pid_ = ::fork();
@@ -69,9 +70,10 @@ class StreamChild {
       int fd = ::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
       if (fd < 0) ::_exit(3);
       const off_t base = static_cast<off_t>(offset_mib) << 20;
-      for (uint64_t i = 0; i < mib; ++i) {
-        if (::pwrite(fd, buf, sizeof buf, base + static_cast<off_t>(i << 20)) !=
-            static_cast<ssize_t>(sizeof buf))
+      const uint64_t blocks = (mib << 20) / block;
+      for (uint64_t i = 0; i < blocks; ++i) {
+        if (::pwrite(fd, buf, block, base + static_cast<off_t>(i * block)) !=
+            static_cast<ssize_t>(block))
           ::_exit(5);
       }
       ::fdatasync(fd);

@@ -8,6 +8,8 @@
 // synchronised across CPUs on x86 with a stable TSC). Page counts are pages.
 // Minimum kernel: 5.10 for the vmscan events as listed (lru_shrink_inactive
 // with nr_activate0/1 since 4.17; cgroup_attach_task with dst_id since 5.5).
+// Lock probes: lock:contention_* since 5.19; cgroup_rstat_* and
+// memcg_flush_stats are recent (absent on 6.1, present on 6.18).
 #pragma once
 
 #include <cstdint>

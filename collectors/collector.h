@@ -38,6 +38,10 @@ struct CollectorConfig {
   /// vmscan: off-by-default tracepoints (tracing/tracer.h explains the cost).
   bool vmscanLruDetail = false;   ///< lru_isolate + lru_shrink_active
   bool vmscanShrinkSlab = false;  ///< mm_shrink_slab_start/end
+  /// vmscan: lock contention probes (--collector.vmscan.locks), off by default.
+  bool vmscanLocks = false;
+  /// vmscan: sampled lock callers (--collector.vmscan.lock-callers; implies locks).
+  bool vmscanLockCallers = false;
 };
 
 struct ScrapeContext {

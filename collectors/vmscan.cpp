@@ -34,6 +34,8 @@ class VmscanCollector : public Collector {
     o.memory_root = cfg.layout.memoryRoot;
     // hybrid: memory is on the v1 hierarchy; only kV2 puts it on cgroup2.
     o.memory_v2 = cfg.layout.mode == CgroupMode::kV2;
+    o.locks = cfg.vmscanLocks || cfg.vmscanLockCallers;
+    o.lock_callers = cfg.vmscanLockCallers;
     auto t = tracing::Tracer::start(o);
     if (!t.ok()) {
       down_ = t.error();

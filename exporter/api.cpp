@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/parse.h"
+#include "tracing/lock_metrics.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/tracer.h"
 
@@ -131,6 +132,20 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
                  std::chrono::duration<double>(*secs)));
     if (!base) return {200, tracing::reclaimReport(snap).dump()};
     return {200, tracing::reclaimReport(snap, &base->first, base->second).dump()};
+  }
+  if (path == "/locks") {
+    auto tracer = tracing::activeTracer();
+    if (!tracer) return error(503, "vmscan tracing is not running (--collector.vmscan, root)");
+    tracing::TraceSnapshot snap = tracer->snapshot();
+    if (!snap.locks.enabled) {
+      return error(503, "lock probes are off (--collector.vmscan.locks) or unavailable");
+    }
+    // Kernel symbols only for a report that has addresses to name.
+    const tracing::Kallsyms* syms =
+        snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
+            ? nullptr
+            : tracing::processKallsyms(tracer->procfs());
+    return {200, tracing::lockReport(snap.locks, syms).dump()};
   }
   return error(404, "no such endpoint: /api/v1" + path);
 }

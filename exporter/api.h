@@ -5,6 +5,7 @@
 //   GET /api/v1/cgroups            the cgroups of the last walk
 //   GET /api/v1/metrics            the metric table (name, help, type, labels)
 //   GET /api/v1/delays?cgroup=/x   the getdelays table of one cgroup (taskstats)
+//   GET /api/v1/locks              lock probes: top locks, sampled callers
 //   GET /api/v1/reclaim/report[?window=5m]   trace-vmscan-postprocess's report,
 //                                  per cgroup, from the vmscan tracepoints
 //

@@ -90,6 +90,19 @@ const std::vector<Flag>& flagTable() {
        "per shrinker call, the most frequent vmscan events).",
        true, [](Options& o, const std::string& v) { o.collector.vmscanShrinkSlab = v == "true"; },
        "false"},
+      {"collector.vmscan.locks",
+       "vmscan collector: also trace kernel lock contention (lock:contention_*), the cgroup "
+       "rstat flush lock and memcg stat flushes. Thousands of events per second under "
+       "reclaim; off: the events are not enabled at all.",
+       true, [](Options& o, const std::string& v) { o.collector.vmscanLocks = v == "true"; },
+       "false"},
+      {"collector.vmscan.lock-callers",
+       "vmscan collector: sample the kernel stacks of lock contentions (at most 64 a second, a "
+       "stacktrace trigger in the exporter's tracefs instance), shown in /api/v1/locks. "
+       "Implies --collector.vmscan.locks.",
+       true,
+       [](Options& o, const std::string& v) { o.collector.vmscanLockCallers = v == "true"; },
+       "false"},
       {"collector.disable-defaults", "Disable all collectors not enabled explicitly.", true,
        [](Options& o, const std::string& v) { o.disableDefaults = v == "true"; }, "false"},
       {"controller.enable",

@@ -70,6 +70,7 @@ Aggregator::Aggregator(AggregatorOptions opts, std::unique_ptr<CgroupResolver> r
   other.other = true;
   procs_.push_back(std::move(other));
   procs_slot_.push_back(0);
+  locks_.setMaxPids(opts_.max_pids);
 }
 
 void Aggregator::registerProactiveReclaimer(int32_t tid) {
@@ -92,7 +93,10 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
   std::string key(path.empty() ? std::string_view("/") : path);
   auto it = by_path_.find(key);
   if (it != by_path_.end()) {
-    if (id != 0) slots_[it->second].id = id;
+    if (id != 0) {
+      slots_[it->second].id = id;
+      by_id_[id] = it->second;
+    }
     return it->second;
   }
   if (by_path_.size() >= opts_.max_cgroups) {
@@ -107,6 +111,7 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
   CgroupTraceStats s;
   s.path = key;
   s.id = id != 0 ? id : (resolver_ ? resolver_->idOf(key) : 0);
+  const uint64_t id_of_new = s.id;
   uint32_t slot;
   if (!free_slots_.empty()) {  // a removed cgroup's slot
     slot = free_slots_.back();
@@ -116,6 +121,7 @@ uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
     slot = static_cast<uint32_t>(slots_.size());
     slots_.push_back(std::move(s));
   }
+  if (id_of_new != 0) by_id_[id_of_new] = slot;
   by_path_.emplace(std::move(key), slot);
   return slot;
 }
@@ -285,6 +291,7 @@ void Aggregator::handle(const Event& e) {
       handleScan(e);
       break;
     default:
+      if (isLockEvent(e.type)) handleLock(e);
       break;
   }
 }
@@ -304,6 +311,7 @@ void Aggregator::endRound() {
   for (int32_t tid : exited_prev_) {
     auto it = pids_.find(tid);
     if (it != pids_.end() && (it->second.flags & kFlagExited)) forgetPid(it);
+    locks_.forget(tid);
   }
   exited_prev_.swap(exited_);
   exited_.clear();
@@ -329,7 +337,59 @@ TraceSnapshot Aggregator::snapshot() const {
   s.node = node_;
   s.aggregator = counters_;
   s.aggregator.pid_cache_entries = pids_.size();
+  s.locks = locks_.snapshot(slots_);
   return s;
+}
+
+// --- Lock probes -------------------------------------------------------------
+
+uint32_t Aggregator::slotOfId(uint64_t id) {
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) return it->second;
+  if (id == 0 || unresolved_ids_.count(id) || !resolver_) return 0;
+  // A cgroup no task of ours was seen in yet: one walk of the hierarchy.
+  std::optional<std::string> path = resolver_->pathOfId(id);
+  if (!path) {
+    if (unresolved_ids_.size() >= opts_.max_cgroups) unresolved_ids_.clear();
+    unresolved_ids_.insert(id);
+    return 0;
+  }
+  uint32_t slot = internCgroup(*path, id);
+  by_id_[id] = slot;
+  return slot;
+}
+
+void Aggregator::handleLock(const Event& e) {
+  switch (e.type) {
+    case EventType::kLockContentionBegin: {
+      // Inside reclaim: charged to the task's cgroup. A plain lookup, never a
+      // /proc read: most contending tasks are not reclaiming.
+      uint32_t slot = LockStats::kNodeWide;
+      auto it = pids_.find(e.pid);
+      if (it != pids_.end()) {
+        const auto& b = it->second.begin_ts;
+        if (b[0] || b[1] || b[2]) slot = it->second.slot;
+      }
+      locks_.contentionBegin(e, slot);
+      break;
+    }
+    case EventType::kLockContentionEnd:
+      locks_.contentionEnd(e);
+      break;
+    case EventType::kRstatLockContended:
+    case EventType::kRstatLocked:
+    case EventType::kRstatUnlock:
+      if (e.cg_root == opts_.hierarchy_id) locks_.rstat(e, slotOfId(e.cg_id));
+      break;
+    case EventType::kMemcgFlushStats:
+      locks_.flushStats(e, slotOfId(e.cg_id));
+      break;
+    case EventType::kKernelStack:
+      locks_.kernelStack(e);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace memcg::tracing

@@ -30,6 +30,7 @@
 
 #include "tracing/cgroup_resolver.h"
 #include "tracing/events.h"
+#include "tracing/lock_stats.h"
 
 namespace memcg::tracing {
 
@@ -207,6 +208,7 @@ struct TraceSnapshot {
   uint64_t events_lost = 0;    ///< overrun + dropped per the kernel's per-CPU stats
   uint64_t decode_errors = 0;  ///< records of unknown id or too short
   uint64_t reader_cpu_ns = 0;  ///< CPU time used by the reader thread so far
+  LockSnapshot locks;          ///< lock probes (lock_stats.h); enabled set by Tracer
 };
 
 struct AggregatorOptions {
@@ -290,6 +292,9 @@ class Aggregator {
   void forgetPid(std::unordered_map<int32_t, PidState>::iterator it);
   void clearPids();
   std::string labelOf(uint32_t slot) const;
+  // Lock probes (lock_stats.h).
+  void handleLock(const Event& e);
+  uint32_t slotOfId(uint64_t cgroup_id);
 
   const AggregatorOptions opts_;
   std::unique_ptr<CgroupResolver> resolver_;
@@ -310,6 +315,9 @@ class Aggregator {
   uint32_t overflow_slot_ = 0;  // 0 = not created yet
   NodeTraceStats node_;
   AggregatorCounters counters_;
+  LockStats locks_;
+  std::unordered_map<uint64_t, uint32_t> by_id_;  // cgroup id -> slot
+  std::unordered_set<uint64_t> unresolved_ids_;   // ids no walk could find
 };
 
 }  // namespace memcg::tracing

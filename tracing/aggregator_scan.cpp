@@ -107,7 +107,9 @@ void Aggregator::removeCgroup(const Event& e) {
   // A cgroup recreated under the same path has another id: not ours to drop.
   if (e.dst_id != 0 && slots_[slot].id != 0 && slots_[slot].id != e.dst_id) return;
   by_path_.erase(it);
+  if (slots_[slot].id != 0) by_id_.erase(slots_[slot].id);
   slots_[slot] = CgroupTraceStats{};
+  locks_.dropSlot(slot);
   free_slots_.push_back(slot);
   ++counters_.cgroups_removed;
   // rmdir needs an empty cgroup, so entries still pointing here are stale

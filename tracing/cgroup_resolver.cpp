@@ -1,5 +1,9 @@
 #include "tracing/cgroup_resolver.h"
 
+#include <dirent.h>
+
+#include <vector>
+
 #include <sys/stat.h>
 
 #include "common/file.h"
@@ -78,6 +82,37 @@ uint64_t ProcCgroupResolver::idOf(const std::string& path) {
   struct stat st {};
   if (::stat((cgroup_mount_ + path).c_str(), &st) != 0) return 0;
   return st.st_ino;
+}
+
+namespace {
+std::optional<std::string> findIno(const std::string& mount, const std::string& rel,
+                                   uint64_t id, int depth) {
+  DIR* d = ::opendir((mount + rel).c_str());
+  if (!d) return std::nullopt;
+  std::vector<std::string> subdirs;
+  while (dirent* de = ::readdir(d)) {
+    if (de->d_type != DT_DIR || de->d_name[0] == '.') continue;
+    std::string child = (rel == "/" ? "" : rel) + "/" + de->d_name;
+    if (de->d_ino == id) {
+      ::closedir(d);
+      return child;
+    }
+    subdirs.push_back(std::move(child));
+  }
+  ::closedir(d);
+  if (depth <= 0) return std::nullopt;
+  for (const auto& s : subdirs) {
+    if (auto p = findIno(mount, s, id, depth - 1)) return p;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::string> ProcCgroupResolver::pathOfId(uint64_t id) {
+  if (cgroup_mount_.empty() || id == 0) return std::nullopt;
+  struct stat st {};
+  if (::stat(cgroup_mount_.c_str(), &st) == 0 && st.st_ino == id) return std::string("/");
+  return findIno(cgroup_mount_, "/", id, 16);
 }
 
 }  // namespace memcg::tracing

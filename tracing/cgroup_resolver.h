@@ -27,6 +27,9 @@ class CgroupResolver {
   /// The task's comm (/proc/<tid>/comm), empty if gone. Read once per task
   /// with a report row (tasks that reclaim), not per event.
   virtual std::string comm(int32_t tid) { return {}; }
+  /// The path of the cgroup whose id (directory inode) is `id`, nullopt if
+  /// none (events that name a cgroup by id: rstat, memcg_flush_stats).
+  virtual std::optional<std::string> pathOfId(uint64_t id) { return std::nullopt; }
 };
 
 /// Reads /proc/<tid>/cgroup.
@@ -39,6 +42,9 @@ class ProcCgroupResolver final : public CgroupResolver {
   std::optional<std::string> resolve(int32_t tid) override;
   uint64_t idOf(const std::string& path) override;
   std::string comm(int32_t tid) override;
+  /// Walks the hierarchy (depth <= 16); a miss costs one walk, so callers
+  /// cache misses.
+  std::optional<std::string> pathOfId(uint64_t id) override;
 
  private:
   std::string procfs_;

@@ -81,19 +81,35 @@ std::vector<FieldSpec> specFor(EventType t) {
       return {{D::kTargetPid, "child_pid", true}};
     case EventType::kProcessExit:
       return {{D::kTargetPid, "pid", true}, {D::kComm, "comm", false}};
+    case EventType::kRstatLockContended:
+    case EventType::kRstatLocked:
+    case EventType::kRstatUnlock:
+      return {{D::kCgRoot, "root", true}, {D::kCgId, "id", true},
+              {D::kContended, "contended", false}};
+    case EventType::kMemcgFlushStats:
+      return {{D::kCgId, "id", true}, {D::kNeedsFlush, "needs_flush", true}};
+    case EventType::kLockContentionBegin:
+      return {{D::kLockAddr, "lock_addr", true}, {D::kLockFlags, "flags", true}};
+    case EventType::kLockContentionEnd:
+      return {{D::kLockAddr, "lock_addr", true}, {D::kLockRet, "ret", false}};
+    case EventType::kKernelStack:
+      return {{D::kStackSize, "size", true}, {D::kStackCallers, "caller", true}};
     default:
       return {};
   }
 }
 
-bool toRef(const tep_format_field* f, Decoder::FieldRef& ref) {
+bool toRef(const tep_format_field* f, Decoder::FieldRef& ref, bool array = false) {
   if (!f || f->offset < 0 || f->offset > 0xffff || f->size <= 0) return false;
-  // Numbers up to 8 bytes; fixed char arrays (comm[16]) up to 255.
+  // Numbers up to 8 bytes; fixed char arrays (comm[16]) up to 255; `array`:
+  // a variable-length array of which only the offset is used.
   const bool fixed_array =
       (f->flags & TEP_FIELD_IS_ARRAY) && !(f->flags & TEP_FIELD_IS_DYNAMIC) && f->size <= 0xff;
-  if (f->size > 8 && !fixed_array) return false;
+  if (!array && f->size > 8 && !fixed_array) return false;
   ref.offset = static_cast<uint16_t>(f->offset);
-  ref.size = static_cast<uint8_t>(f->size);
+  // An array's nominal size (kernel_stack caller[8]) says nothing about a
+  // record's real length: only its offset is used.
+  ref.size = array ? 0 : static_cast<uint8_t>(f->size);
   ref.present = true;
   ref.relative = (f->flags & TEP_FIELD_IS_RELATIVE) != 0;
   return true;
@@ -156,7 +172,7 @@ Result<Decoder> Decoder::create(const EventFormats& formats) {
     bool ok = true;
     for (const FieldSpec& s : specFor(t)) {
       FieldRef& ref = f.fields[s.slot];
-      if (!toRef(tep_find_field(ev, s.name), ref)) {
+      if (!toRef(tep_find_field(ev, s.name), ref, s.slot == kStackCallers)) {
         if (s.required) {
           log::warn("tracepoint field missing; event not decoded",
                     "event=" + std::string(en->name) + " field=" + s.name);
@@ -310,6 +326,35 @@ bool Decoder::decode(const void* data, uint32_t size, uint64_t ts, Event& out) c
         out.comm = std::string_view(c, strnlen(c, fr[kComm].size));
       }
       break;
+    case EventType::kRstatLockContended:
+    case EventType::kRstatLocked:
+    case EventType::kRstatUnlock:
+      out.cg_root = readI32(p, fr[kCgRoot]);
+      out.cg_id = readU(p, fr[kCgId]);
+      out.contended = fr[kContended].present && readU(p, fr[kContended]) != 0;
+      break;
+    case EventType::kMemcgFlushStats:
+      out.cg_id = readU(p, fr[kCgId]);
+      out.needs_flush = readU(p, fr[kNeedsFlush]) != 0;
+      break;
+    case EventType::kLockContentionBegin:
+      out.lock_addr = readU(p, fr[kLockAddr]);
+      out.lock_flags = static_cast<uint32_t>(readU(p, fr[kLockFlags]));
+      break;
+    case EventType::kLockContentionEnd:
+      out.lock_addr = readU(p, fr[kLockAddr]);
+      out.lock_ret = fr[kLockRet].present ? readI32(p, fr[kLockRet]) : 0;
+      break;
+    case EventType::kKernelStack: {
+      // size = number of callers (6.x); the record holds exactly those.
+      const int32_t n = readI32(p, fr[kStackSize]);
+      const uint32_t off = fr[kStackCallers].offset;
+      const uint32_t fit = (size - off) / 8;
+      out.stack_depth = static_cast<uint16_t>(
+          std::min<uint32_t>(n < 0 ? 0 : static_cast<uint32_t>(n), std::min(fit, 0xffffu)));
+      out.stack = p + off;
+      break;
+    }
     default:
       return false;
   }

@@ -63,6 +63,16 @@ class Decoder {
     kReason,
     kFreed,
     kComm,
+    // Lock contention probes (lock_stats.h).
+    kLockAddr,
+    kLockFlags,
+    kLockRet,
+    kCgId,
+    kCgRoot,
+    kContended,
+    kNeedsFlush,
+    kStackSize,
+    kStackCallers,  // an array: only its offset is used
     kFieldCount
   };
   const FieldRef& field(EventType t, FieldSlot s) const;

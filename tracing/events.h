@@ -9,6 +9,8 @@
 // kernel that refuses mono. Page counts are pages.
 // Minimum kernel: 5.10 for the vmscan events as listed (lru_shrink_inactive
 // with nr_activate0/1 since 4.17; cgroup_attach_task with dst_id since 5.5).
+// Lock probes: lock:contention_* since 5.19; cgroup_rstat_* and
+// memcg_flush_stats are recent (absent on 6.1, present on 6.18).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,16 @@ enum class EventType : uint8_t {
   kCgroupAttach,       // cgroup:cgroup_attach_task (dst_root, dst_id, dst_path, pid)
   kProcessFork,        // sched:sched_process_fork (parent_pid, child_pid)
   kProcessExit,        // sched:sched_process_exit (pid)
+  // Lock contention probes (tracing/lock_stats.h); enabled only with
+  // TracerOptions::locks. Kept in one block at the end.
+  kRstatLockContended,   // cgroup:cgroup_rstat_lock_contended (root, id, cpu, contended)
+  kRstatLocked,          // cgroup:cgroup_rstat_locked (root, id, cpu, contended)
+  kRstatUnlock,          // cgroup:cgroup_rstat_unlock (root, id, cpu)
+  kMemcgFlushStats,      // memcg:memcg_flush_stats (id, stats_updates, force, needs_flush)
+  kLockContentionBegin,  // lock:contention_begin (lock_addr, flags LCB_F_*)
+  kLockContentionEnd,    // lock:contention_end (lock_addr, ret)
+  kKernelStack,          // ftrace:kernel_stack (size, caller[]): from a stacktrace
+                         // trigger; a record format, never enabled as an event
   kCount,
 };
 
@@ -69,6 +81,16 @@ struct Event {
   std::string_view
       dst_path;  ///< attach, rmdir: path below the hierarchy root; points into the page
   std::string_view comm;  ///< exit: the task's comm; points into the page
+  // Lock contention probes.
+  uint64_t lock_addr = 0;   ///< contention_begin/end: the lock's kernel address
+  uint32_t lock_flags = 0;  ///< contention_begin: LCB_F_* (lock_stats.h)
+  int32_t lock_ret = 0;     ///< contention_end: 0, or -errno if the wait was aborted
+  uint64_t cg_id = 0;       ///< rstat, memcg_flush_stats: cgroup id (directory inode)
+  int32_t cg_root = 0;      ///< rstat: hierarchy id (0 = cgroup v2)
+  bool contended = false;   ///< rstat locked: the lock was contended
+  bool needs_flush = false; ///< memcg_flush_stats: the flush was done (not skipped)
+  uint16_t stack_depth = 0; ///< kernel_stack: number of callers
+  const uint8_t* stack = nullptr;  ///< kernel_stack: callers (u64 each, unaligned), in the page
 };
 
 /// RECLAIM_WB_* bits of lru_shrink_inactive's reclaim_flags
@@ -119,7 +141,19 @@ inline constexpr EventName kEventNames[] = {
     {EventType::kCgroupAttach, "cgroup", "cgroup_attach_task"},
     {EventType::kProcessFork, "sched", "sched_process_fork"},
     {EventType::kProcessExit, "sched", "sched_process_exit"},
+    {EventType::kRstatLockContended, "cgroup", "cgroup_rstat_lock_contended"},
+    {EventType::kRstatLocked, "cgroup", "cgroup_rstat_locked"},
+    {EventType::kRstatUnlock, "cgroup", "cgroup_rstat_unlock"},
+    {EventType::kMemcgFlushStats, "memcg", "memcg_flush_stats"},
+    {EventType::kLockContentionBegin, "lock", "contention_begin"},
+    {EventType::kLockContentionEnd, "lock", "contention_end"},
+    {EventType::kKernelStack, "ftrace", "kernel_stack"},
 };
+
+/// The lock-probe events (off by default; TracerOptions::locks).
+inline constexpr bool isLockEvent(EventType t) {
+  return t >= EventType::kRstatLockContended && t <= EventType::kKernelStack;
+}
 
 inline const EventName* eventName(EventType t) {
   for (const auto& e : kEventNames) {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "tracing/lock_metrics.h"
+
 namespace memcg::tracing {
 namespace {
 
@@ -267,7 +269,7 @@ void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
 }  // namespace
 
 std::vector<const metrics::Desc*> traceMetricDescs() {
-  return {&kReclaims,     &kReclaimed,     &kUnpaired,       &kStall,        &kLruScanned,
+  std::vector<const metrics::Desc*> all = {&kReclaims,     &kReclaimed,     &kUnpaired,       &kStall,        &kLruScanned,
           &kLruReclaimed, &kLruDirty,      &kLruWriteback,   &kWakeReq,      &kAttached,
           &kStatScanned,  &kStatFreed,     &kStatElapsed,    &kKswapdWakeups, &kKswapdAwake,
           &kWakeReqOrder, &kUp,            &kEvents,         &kLost,         &kDecodeErrors,
@@ -275,6 +277,9 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
           &kOverflowEvents, &kIsoScanned,  &kIsoTaken,       &kActiveTaken,  &kDeactivated,
           &kWrites,       &kThrottled,     &kThrottledSec,   &kSlabCalls,    &kSlabFreed,
           &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved};
+  auto locks = lockMetricDescs();
+  all.insert(all.end(), locks.begin(), locks.end());
+  return all;
 }
 
 std::string_view traceCgroupLabel(const CgroupTraceStats& c) {
@@ -302,6 +307,7 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
     sink.add(kWakeReqOrder, {kOrderLabels[o]}, d(s.node.wakeup_requests_by_order[o]));
   }
   for (const CgroupTraceStats& c : s.cgroups) renderCgroup(c, sink);
+  renderLockSnapshot(s.locks, sink);
 }
 
 void renderTraceDown(metrics::Sink& sink) { sink.add(kUp, {}, 0); }

@@ -221,6 +221,15 @@ Status TracefsSession::enableEvent(const char* system, const char* event,
   return Ok{};
 }
 
+Status TracefsSession::writeEventFile(const char* system, const char* event,
+                                      const char* file, const std::string& value) {
+  if (memcg_tfs_event_file_write(instance_, system, event, file, value.c_str()) != 0) {
+    return makeError(errno ? errno : EIO,
+                     instance_dir_ + "/events/" + system + "/" + event + "/" + file, value);
+  }
+  return Ok{};
+}
+
 Status TracefsSession::start(RecordSink* sink) {
   if (running_.load()) return makeError(EALREADY, instance_dir_, "already running");
   sink_ = sink;

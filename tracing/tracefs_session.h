@@ -102,6 +102,10 @@ class TracefsSession {
   /// Sets an in-kernel filter (if non-empty) and enables one event.
   Status enableEvent(const char* system, const char* event,
                      const std::string& filter = {});
+  /// Writes `value` to instances/<name>/events/<system>/<event>/<file>
+  /// (e.g. "trigger"); callable while the reader runs.
+  Status writeEventFile(const char* system, const char* event, const char* file,
+                        const std::string& value);
   /// Turns tracing on and starts the reader thread. `sink` must outlive stop().
   Status start(RecordSink* sink);
   /// Stops the reader after a final drain; idempotent.

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/file.h"
+#include "tracing/lock_stats.h"
 
 namespace memcg::tracing {
 
@@ -55,10 +56,12 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
           !opts.fork_exit) {
         continue;
       }
+      if (isLockEvent(e.type) && !(opts.locks || opts.lock_callers)) continue;
       want.push_back(e.type);
     }
   }
   for (EventType type : want) {
+    if (type == EventType::kKernelStack) continue;  // a record format, not an event
     const EventName* en = eventName(type);
     if (!t->decoder_->supports(type)) {
       log::info("tracepoint not available on this kernel",
@@ -71,12 +74,24 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
     } else if (type == EventType::kCgroupRmdir) {
       filter = "root==" + std::to_string(aopts.hierarchy_id);
     }
+    if (isLockEvent(type)) filter = lockEventFilter(type, aopts.hierarchy_id);
     auto st = t->session_->enableEvent(en->system, t->formats_->nameOf(type), filter);
     if (!st.ok()) return st.error();
     t->enabled_.push_back(type);
   }
 
   aopts.mono_clock = t->session_->traceClock() == "mono";
+  for (EventType type : t->enabled_) {
+    if (isLockEvent(type)) t->locks_ = true;
+  }
+  t->callers_ = opts.lock_callers && t->decoder_->supports(EventType::kKernelStack) &&
+                std::find(t->enabled_.begin(), t->enabled_.end(),
+                          EventType::kLockContentionBegin) != t->enabled_.end();
+  t->procfs_ = opts.procfs;
+  t->caller_samples_ = std::max(1u, opts.lock_caller_samples);
+  t->caller_interval_ = opts.lock_caller_interval;
+  if (t->callers_) t->armCallerTrigger();
+
   t->aggregator_ = std::make_unique<Aggregator>(
       aopts,
       std::make_unique<ProcCgroupResolver>(opts.procfs, aopts.hierarchy_id, opts.memory_root));
@@ -111,6 +126,25 @@ Tracer::~Tracer() { stop(); }
 
 void Tracer::stop() {
   if (session_) session_->stop();
+  // The instance's removal drops its triggers too; clear ours first anyway so
+  // a failed rmdir leaves nothing sampling behind.
+  if (session_ && callers_) {
+    (void)session_->writeEventFile("lock", "contention_begin", "trigger", "!stacktrace");
+    callers_ = false;
+  }
+}
+
+void Tracer::armCallerTrigger() {
+  // A trigger with a count cannot be rewritten in place (EEXIST): remove it
+  // (fails harmlessly the first time), then add it with a fresh count.
+  (void)session_->writeEventFile("lock", "contention_begin", "trigger", "!stacktrace");
+  auto st = session_->writeEventFile("lock", "contention_begin", "trigger",
+                                     lockCallerTrigger(caller_samples_));
+  if (!st.ok()) {
+    log::warn("lock caller sampling unavailable", "err=" + log::quote(st.error().message()));
+    callers_ = false;
+  }
+  armed_at_ = std::chrono::steady_clock::now();
 }
 
 void Tracer::onRecord(const void* data, uint32_t size, uint64_t ts, int cpu) {
@@ -133,6 +167,9 @@ void Tracer::onRoundEnd() {
   // dst_path views point into the session's sub-buffers: apply before they go.
   flush();
   aggregator_->endRound();
+  if (callers_ && std::chrono::steady_clock::now() - armed_at_ >= caller_interval_) {
+    armCallerTrigger();
+  }
 }
 
 TraceSnapshot Tracer::snapshot() const {
@@ -143,6 +180,8 @@ TraceSnapshot Tracer::snapshot() const {
   s.events_lost = ss.lost;
   s.decode_errors = decode_errors_.load(std::memory_order_relaxed);
   s.reader_cpu_ns = ss.reader_cpu_ns;
+  s.locks.enabled = locks_;
+  s.locks.callers = callers_.load();
   return s;
 }
 

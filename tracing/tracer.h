@@ -43,9 +43,17 @@
 //    reclaim pass (19-379 pairs per ~190 reclaims above, one memcg, one
 //    filesystem); grows with the number of cgroups and mounted filesystems,
 //    the most frequent vmscan events on a busy host.
-// Not decoded: node_reclaim (zone_reclaim_mode only), lock contention.
+// Not decoded: node_reclaim (zone_reclaim_mode only).
+// Off by default, on with TracerOptions::locks (--collector.vmscan.locks):
+// the lock probes of lock_stats.h (cgroup rstat lock, memcg_flush_stats,
+// lock:contention_begin/end: thousands per second under reclaim, far more on
+// busy hosts). When off they are not enabled at all, so they cost nothing.
+// TracerOptions::lock_callers adds a `stacktrace:N` trigger on
+// contention_begin in our instance, re-armed every lock_caller_interval: at
+// most N stacks per interval.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +88,12 @@ struct TracerOptions {
   bool throttled = true;
   bool reclaim_pages = true;
   bool cgroup_rmdir = true;
+  /// Lock contention probes (lock_stats.h); off by default.
+  bool locks = false;
+  /// Sampled callers of lock contentions (implies locks).
+  bool lock_callers = false;
+  unsigned lock_caller_samples = 64;  ///< stacks per interval at most
+  std::chrono::milliseconds lock_caller_interval{1000};
   /// Only these events if non-empty (tests); overrides the switches above.
   std::vector<EventType> only_events;
 };
@@ -97,12 +111,15 @@ class Tracer : private RecordSink {
   Aggregator& aggregator() { return *aggregator_; }
   const TracefsSession& session() const { return *session_; }
   const std::vector<EventType>& enabledEvents() const { return enabled_; }
+  /// procfs the tracer reads (for /proc/kallsyms in lock reports).
+  const std::string& procfs() const { return procfs_; }
 
  private:
   Tracer() = default;
   void onRecord(const void* data, uint32_t size, uint64_t ts, int cpu) override;
   void onRoundEnd() override;
   void flush();
+  void armCallerTrigger();  // lock_callers: (re)installs the stacktrace trigger
 
   std::unique_ptr<TracefsSession> session_;
   std::unique_ptr<EventFormats> formats_;
@@ -112,6 +129,12 @@ class Tracer : private RecordSink {
   std::vector<Event> chunk_;
   size_t chunk_used_ = 0;
   std::atomic<uint64_t> decode_errors_{0};
+  bool locks_ = false;
+  std::string procfs_;
+  std::atomic<bool> callers_{false};
+  unsigned caller_samples_ = 0;
+  std::chrono::milliseconds caller_interval_{1000};
+  std::chrono::steady_clock::time_point armed_at_{};
 };
 
 /// Whether `opts` wants the detail event `t` (true for the other events).

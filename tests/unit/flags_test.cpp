@@ -49,6 +49,21 @@ TEST(Flags, VmscanDetailEventsAreOffUntilAsked) {
   EXPECT_THROW(parse({"--collector.vmscan.shrink-slab=yes"}), std::invalid_argument);
 }
 
+TEST(Flags, VmscanLockProbesOffByDefault) {
+  Options d = parse({});
+  EXPECT_FALSE(d.collector.vmscanLocks);
+  EXPECT_FALSE(d.collector.vmscanLockCallers);
+  Options o = parse({"--collector.vmscan.locks", "--collector.vmscan.lock-callers=true"});
+  EXPECT_TRUE(o.collector.vmscanLocks);
+  EXPECT_TRUE(o.collector.vmscanLockCallers);
+  Options n = parse({"--collector.vmscan.locks", "--no-collector.vmscan.locks"});
+  EXPECT_FALSE(n.collector.vmscanLocks);
+  // Options of a collector are not collectors: vmscan stays enabled.
+  auto on = o.enabledCollectors();
+  EXPECT_EQ(std::count(on.begin(), on.end(), "vmscan"), 1);
+  EXPECT_THROW(parse({"--collector.vmscan.locks=yes"}), std::invalid_argument);
+}
+
 TEST(Flags, DisableDefaultsThenEnableOne) {
   Options o = parse({"--collector.disable-defaults", "--collector.pressure"});
   EXPECT_EQ(o.enabledCollectors(), std::vector<std::string>{"pressure"});

@@ -1,0 +1,245 @@
+// Lock contention probes on the running kernel (root, cgroup v1 memory,
+// tracefs; skipped with the reason otherwise).
+//
+// 1. Off by default: a tracer started without TracerOptions::locks leaves
+//    every lock-probe event disabled in its instance, and no trigger.
+// 2. Counts: two 64 MiB memcgs, in each two children write then read back
+//    the two halves of one 768 MiB file on a loop-mounted ext4 image
+//    (tests/support/stream_workload.h) while our tracer runs with locks and
+//    caller sampling on. An independent count comes from a second private
+//    tracefs instance read as text, with the same in-kernel rstat filter.
+//    Window: the reference is on before our tracer starts and off after it
+//    stopped, and trace_marker lines A (after our tracer started) and B
+//    (before it stopped) bound a sub-window. Hence, without lost events,
+//        ref[A,B] <= ours <= ref[all]
+//    for every count; the excess over ref[A,B] is what happened in the
+//    instants between our start and A and between B and our final drain,
+//    so we also require ours - ref[A,B] <= max(100, 5% of ref[A,B]).
+//    Counts compared: contention_end (ours: paired + unpaired ends),
+//    cgroup_rstat_lock_contended, cgroup_rstat_unlock (ours: holds + unlocks
+//    without a locked), memcg_flush_stats (flushed + skipped).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/live/tracing_live_support.h"
+#include "tests/support/stream_workload.h"
+#include "tracing/cgroup_resolver.h"
+#include "tracing/lock_metrics.h"
+#include "tracing/tracer.h"
+
+namespace memcg::tracing {
+namespace {
+
+using namespace live;  // NOLINT
+
+class LocksLive : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!skipReason.empty()) GTEST_SKIP() << skipReason;
+  }
+  TracerOptions options(int n) {
+    TracerOptions o;
+    o.session.instance_name = uniq("locks", n);
+    o.session.buffer_kb_per_cpu = 16384;
+    o.session.poll_interval = std::chrono::milliseconds(100);
+    o.memory_root = kMemcgRoot;
+    o.memory_v2 = false;
+    return o;
+  }
+};
+
+std::string readTrim(const std::string& path) {
+  auto t = readWholeFile(path);
+  if (!t.ok()) return "<" + t.error().message() + ">";
+  return std::string(trimRight(*t));
+}
+
+TEST_F(LocksLive, OffByDefaultEnablesNothing) {
+  auto t = Tracer::start(options(1));
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  const std::string dir = (*t)->session().instanceDir();
+  int checked = 0;
+  for (const auto& e : kEventNames) {
+    if (!isLockEvent(e.type) || e.type == EventType::kKernelStack) continue;
+    const std::string f = dir + "/events/" + e.system + "/" + e.name + "/enable";
+    if (::access(f.c_str(), F_OK) != 0) continue;  // not on this kernel
+    EXPECT_EQ(readTrim(f), "0") << f;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no lock-probe event on this kernel to check";
+  EXPECT_EQ(readTrim(dir + "/events/lock/contention_begin/trigger").find("stacktrace:"),
+            std::string::npos);
+  // The vmscan events are on, so the check above is not vacuous.
+  EXPECT_EQ(readTrim(dir + "/events/vmscan/mm_vmscan_memcg_reclaim_end/enable"), "1");
+  EXPECT_FALSE((*t)->snapshot().locks.enabled);
+  for (EventType e : (*t)->enabledEvents()) EXPECT_FALSE(isLockEvent(e));
+}
+
+struct RefCounts {
+  uint64_t ends = 0, rstat_contended = 0, rstat_unlock = 0, flushes = 0;
+};
+
+// Counts the lock lines of a trace text, all and between the two markers.
+void countRef(std::string_view text, const std::string& a, const std::string& b,
+              RefCounts& all, RefCounts& ab) {
+  int phase = 0;  // 0 before A, 1 between, 2 after B
+  std::string_view line;
+  while (nextLine(text, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.find("tracing_mark_write: ") != std::string_view::npos) {
+      if (line.find(a) != std::string_view::npos) phase = 1;
+      if (line.find(b) != std::string_view::npos) phase = 2;
+      continue;
+    }
+    auto bump = [&](uint64_t RefCounts::*f) {
+      ++(all.*f);
+      if (phase == 1) ++(ab.*f);
+    };
+    if (line.find(": contention_end: ") != std::string_view::npos) {
+      bump(&RefCounts::ends);
+    } else if (line.find(": cgroup_rstat_lock_contended: ") != std::string_view::npos) {
+      bump(&RefCounts::rstat_contended);
+    } else if (line.find(": cgroup_rstat_unlock: ") != std::string_view::npos) {
+      bump(&RefCounts::rstat_unlock);
+    } else if (line.find(": memcg_flush_stats: ") != std::string_view::npos) {
+      bump(&RefCounts::flushes);
+    }
+  }
+}
+
+void expectWithin(const char* what, uint64_t ours, uint64_t ref_ab, uint64_t ref_all) {
+  std::printf("[ live ] %-22s ours %8lu  ref[A,B] %8lu  ref[all] %8lu\n", what,
+              static_cast<unsigned long>(ours), static_cast<unsigned long>(ref_ab),
+              static_cast<unsigned long>(ref_all));
+  EXPECT_GE(ours, ref_ab) << what;
+  EXPECT_LE(ours, ref_all) << what;
+  EXPECT_LE(ours - std::min(ours, ref_ab), std::max<uint64_t>(100, ref_ab / 20)) << what;
+}
+
+TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
+  auto cg_text = readWholeFile("/proc/cgroups");
+  ASSERT_TRUE(cg_text.ok());
+  auto hid = parseMemoryHierarchyId(*cg_text);
+  ASSERT_TRUE(hid.has_value());
+
+  RefInstance ref(uniq("locks_ref", 2));
+  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "32768"));
+  ASSERT_TRUE(ref.enable("lock", "contention_end"));
+  const bool has_rstat =
+      ::access((ref.dir + "/events/cgroup/cgroup_rstat_unlock").c_str(), F_OK) == 0;
+  if (has_rstat) {
+    for (const char* e :
+         {"cgroup_rstat_lock_contended", "cgroup_rstat_locked", "cgroup_rstat_unlock"}) {
+      ASSERT_TRUE(writeStr(ref.dir + "/events/cgroup/" + e + "/filter",
+                           "root==" + std::to_string(*hid)));
+      ASSERT_TRUE(ref.enable("cgroup", e));
+    }
+  }
+  const bool has_flush =
+      ::access((ref.dir + "/events/memcg/memcg_flush_stats").c_str(), F_OK) == 0;
+  if (has_flush) ASSERT_TRUE(ref.enable("memcg", "memcg_flush_stats"));
+
+  memcg::testing::LoopFs fs("/var/tmp/" + uniq("locks_fs", 2), 2048);
+  ASSERT_TRUE(fs.ok()) << "cannot make and loop-mount an ext4 image in /var/tmp";
+  std::vector<std::unique_ptr<Cgroup>> cgs;
+  std::vector<std::unique_ptr<memcg::testing::StreamChild>> kids;
+  for (int i = 0; i < 2; ++i) {
+    cgs.push_back(std::make_unique<Cgroup>(uniq("locks_cg", i)));
+    ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
+    ASSERT_TRUE(writeStr(cgs.back()->path + "/memory.limit_in_bytes",
+                         std::to_string(64 * kMiB)));
+    for (int j = 0; j < 2; ++j) {  // two writers per file: i_rwsem contention
+      kids.push_back(std::make_unique<memcg::testing::StreamChild>(
+          cgs.back()->path, fs.dir() + "/f" + std::to_string(i), 384, 384 * j));
+      ASSERT_GT(kids.back()->pid(), 0);
+    }
+  }
+
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  TracerOptions o = options(2);
+  o.locks = true;
+  o.lock_callers = true;
+  o.lock_caller_samples = 16;
+  o.lock_caller_interval = std::chrono::milliseconds(500);
+  auto tracer = Tracer::start(o);
+  ASSERT_TRUE(tracer.ok()) << tracer.error().message();
+  const std::string marker_a = uniq("marker_a", 2), marker_b = uniq("marker_b", 2);
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", marker_a));
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& k : kids) k->start();
+  for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", marker_b));
+  (*tracer)->stop();  // final drain
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "0"));
+  TraceSnapshot snap = (*tracer)->snapshot();
+  const LockSnapshot& l = snap.locks;
+
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  ASSERT_EQ(ref.lost(), 0u) << "reference instance lost events; enlarge its buffer";
+  ASSERT_EQ(snap.events_lost, 0u);
+  RefCounts all, ab;
+  countRef(*text, marker_a, marker_b, all, ab);
+
+  ASSERT_TRUE(l.enabled);
+  uint64_t ours_ends = l.unpaired_ends, in_reclaim = 0, contended = 0, unlocks = 0,
+           flushes = 0;
+  for (const auto& k : l.node) ours_ends += k.count;
+  for (const auto& c : l.cgroups) {
+    for (const auto& k : c.contention) {
+      ours_ends += k.count;
+      in_reclaim += k.count;
+    }
+    contended += c.rstat.contended;
+    unlocks += c.rstat.hold.count;
+    flushes += c.rstat.flushes + c.rstat.flushes_skipped;
+  }
+  // Unlocks without their locked (began before our start) are rstat_unpaired,
+  // which also counts contended-locked without the contended: at most 2 CPUs'
+  // worth at the window's edge. Count them as unlocks for the comparison.
+  unlocks += l.rstat_unpaired;
+  std::printf("[ live ] %.2f s; events read %lu; in-reclaim contentions %lu; "
+              "nested begins %lu; caller samples %lu; reader CPU %.1f ms\n",
+              secs, static_cast<unsigned long>(snap.events_read),
+              static_cast<unsigned long>(in_reclaim),
+              static_cast<unsigned long>(l.nested_begins),
+              static_cast<unsigned long>(l.stacks_sampled), snap.reader_cpu_ns / 1e6);
+  expectWithin("contention_end", ours_ends, ab.ends, all.ends);
+  EXPECT_GT(ab.ends, 0u) << "the workload produced no lock contention to compare";
+  if (has_rstat) {
+    expectWithin("rstat_lock_contended", contended, ab.rstat_contended, all.rstat_contended);
+    expectWithin("rstat_unlock", unlocks, ab.rstat_unlock, all.rstat_unlock);
+    EXPECT_GT(ab.rstat_unlock, 0u) << "no rstat flush during the workload";
+  }
+  if (has_flush) expectWithin("memcg_flush_stats", flushes, ab.flushes, all.flushes);
+  // Sampling is bounded: at most N stacks per interval (+1 interval at the edges).
+  const double intervals = secs / 0.5 + 3;
+  EXPECT_LE(static_cast<double>(l.stacks_sampled), 16 * intervals);
+  if (ab.ends > 100) EXPECT_GT(l.stacks_sampled, 0u);
+
+  // The report names sampled callers with /proc/kallsyms (root sees addresses).
+  const Kallsyms* syms = processKallsyms("/proc");
+  nlohmann::json j = lockReport(l, syms);
+  std::printf("[ live ] top lock %s; top caller %s\n",
+              j["top_locks"].empty() ? "-" : j["top_locks"][0].dump().c_str(),
+              j["callers"].empty() ? "-" : j["callers"][0].dump().c_str());
+  if (syms && syms->usable() && !j["callers"].empty()) {
+    const std::string first = j["callers"][0]["frames"][0];
+    EXPECT_NE(first.rfind("0x", 0), 0u) << "caller frame not symbolised: " << first;
+    EXPECT_NE(first.rfind("trace_event_raw_event_", 0), 0u) << first;
+  }
+  EXPECT_LE(j["top_locks"].size(), kTopLocks);
+}
+
+}  // namespace
+}  // namespace memcg::tracing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new memcg::tracing::live::LiveEnv);
+  return RUN_ALL_TESTS();
+}

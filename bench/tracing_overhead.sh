@@ -10,18 +10,25 @@
 #
 # Workload: a FILE_MIB file on an ext4 image loop-mounted from /dev/shm (a
 # fast device, so reclaim, not IO, is the bottleneck), read PASSES times by
-# one `cat` in a LIMIT_MIB v1 memcg (page cache dropped first). Its task is
-# also moved to a cgroup2 group of the same name for memory.pressure (PSI).
-# Storm: STORM_READERS such readers, each in its own STORM_LIMIT_MIB memcg.
+# one reader in a LIMIT_MIB v1 memcg (page cache dropped first), with
+# readahead off (POSIX_FADV_RANDOM): ext4 caches large folios otherwise, and
+# one reclaim pass per large folio gives 10x fewer events per byte, varying
+# run to run. Its task is also moved to a cgroup2 group of the same name for
+# memory.pressure (PSI). Storm: STORM_READERS such readers, each in its own
+# STORM_LIMIT_MIB memcg.
 #
 # How each figure is measured:
-#  - tracer CPU: sum of sum_exec_runtime (/proc/PID/task/*/schedstat, ns) of
-#    all threads of all processes of the tracer's session (trace-cmd forks one
-#    recorder per CPU), from when it is ready to the end of the workload plus
-#    a drain wait (DRAIN_S). Start-up (format loading, bpftrace's compile) and
-#    the teardown after SIGINT are not counted. Exporter: process CPU minus the
-#    median of the "off" exporter (same binary, --no-collector.vmscan, same
-#    window), and its reader thread alone (memcg_trace_reader_cpu_seconds_total).
+#  - tracer CPU: from when the tracer is ready to its exit (workload, a drain
+#    wait DRAIN_S, stop and teardown): its total CPU and its descendants'
+#    (wait4 rusage, via a wrapper) minus the CPU of its threads and processes
+#    at ready (sum_exec_runtime from /proc/PID/task/*/schedstat). Start-up
+#    (format loading, bpftrace's compile) is not counted; the teardown is:
+#    trace-cmd reads its buffers only when they are half full or at stop.
+#    Exporter: minus the median of the "off" exporter (same binary,
+#    --no-collector.vmscan). "marginal": minus the same tracer's own empty
+#    session (no workload, as long as the median run). The exporter's reader
+#    thread alone: memcg_trace_reader_cpu_seconds_total. Idle and storm: the
+#    exporter's CPU over the window only (schedstat).
 #  - events: exporter and trace-cmd: the kernel's own count for their instance
 #    (per_cpu/cpuN/stats: entries + read events + overrun, delta over the
 #    window); bpftrace: its count() maps. All tracers see the whole host (this
@@ -40,7 +47,7 @@
 # usage: bench/tracing_overhead.sh path/to/memcg_exporter [runs=5] [-- extra exporter flags]
 #        (root, cgroup v1 memory; bpftrace and trace-cmd: scripts/deps.sh bench)
 # env:   LIMIT_MIB=64 FILE_MIB=256 PASSES=4   the main workload
-#        STORM_READERS=4 STORM_LIMIT_MIB=8 STORM_FILE_MIB=64 STORM_PASSES=4
+#        STORM_READERS=4 STORM_LIMIT_MIB=8 STORM_FILE_MIB=64 STORM_PASSES=12
 #        IDLE_S=10 (0: no idle figure)  STORM_RUNS=runs (0: no storm)  DRAIN_S=0.6  TC_SLEEP_US= (trace-cmd -s; empty: its default)
 #        MODES="off exporter bpftrace trace-cmd"  WAIT_S=600 (for another exporter's instance)
 #        EVENTS="sys:event[=filter] ..." (default: those the exporter enables)
@@ -53,7 +60,7 @@ shift $(($# < 2 ? $# : 2))
 extra=("$@")
 LIMIT_MIB=${LIMIT_MIB:-64}; FILE_MIB=${FILE_MIB:-256}; PASSES=${PASSES:-4}
 STORM_READERS=${STORM_READERS:-4}; STORM_LIMIT_MIB=${STORM_LIMIT_MIB:-8}
-STORM_FILE_MIB=${STORM_FILE_MIB:-64}; STORM_PASSES=${STORM_PASSES:-4}
+STORM_FILE_MIB=${STORM_FILE_MIB:-64}; STORM_PASSES=${STORM_PASSES:-12}
 IDLE_S=${IDLE_S:-10}; DRAIN_S=${DRAIN_S:-0.6}; TC_SLEEP_US=${TC_SLEEP_US:-}
 MODES=${MODES:-"off exporter bpftrace trace-cmd"}
 name=tracing_overhead
@@ -120,7 +127,11 @@ fi
 cgroups=("$cg")
 for i in $(seq "$STORM_READERS"); do cgroups+=("$MEMCG/${tag}_s$i"); done
 kill_session() {  # kill_session SID: the processes of a session we started with setsid
-  local p; for p in $(pgrep -s "$1" 2>/dev/null); do kill "$p" 2>/dev/null; done
+  local p i
+  [ -n "$1" ] || return 0
+  for p in $(pgrep -s "$1" 2>/dev/null); do kill "$p" 2>/dev/null; done
+  for i in $(seq 50); do pgrep -s "$1" >/dev/null || return 0; sleep 0.1; done
+  for p in $(pgrep -s "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 }
 debugfs_mounted() { grep -q ' - debugfs ' /proc/self/mountinfo; }
 debugfs_before=0; debugfs_mounted && debugfs_before=1
@@ -136,7 +147,8 @@ cleanup() {
     for _ in $(seq 25); do [ -d "$c" ] || break; rmdir "$c" 2>/dev/null || sleep 0.2; done
     [ -d "$c" ] && echo "$name: WARNING: could not remove $c" >&2
   done
-  [ -d $T/instances/$tc_inst ] && { echo 0 > $T/instances/$tc_inst/tracing_on; rmdir $T/instances/$tc_inst; }
+  [ -d $T/instances/$tc_inst ] && { echo 0 > $T/instances/$tc_inst/tracing_on; rmdir $T/instances/$tc_inst ||
+    echo "$name: WARNING: could not remove $T/instances/$tc_inst" >&2; }
   [ $exp_inst_ours = 1 ] && [ -d "$EI" ] && rmdir "$EI"
   [ -n "${tl_on0:-}" ] && [ "$(cat $T/tracing_on)" != "$tl_on0" ] && echo "$tl_on0" > $T/tracing_on
   [ $debugfs_before = 0 ] && debugfs_mounted && umount /sys/kernel/debug 2>/dev/null
@@ -268,20 +280,20 @@ start_exporter() {  # start_exporter on|off; its start-time metrics in $tmp/m0
       "${extra[@]}" --log.level=warn \
       > "$tmp/h.out" 2>>"$tmp/exporter.log" &
     epid=$!; exp_inst_ours=1
-    for _ in $(seq 200); do
+    for _ in $(seq 1200); do
       grep -q '^ready$' "$tmp/h.out" && { sed '/^ready$/,$d' "$tmp/h.out" > "$tmp/m0"; return 0; }
       kill -0 $epid 2>/dev/null || break; sleep 0.05
     done
     echo "collector helper did not start:" >&2; cat "$tmp/exporter.log" >&2; exit 1
   fi
-  wait_instance_free
+  [ "$1" = on ] && wait_instance_free
   exp_port=$((20000 + RANDOM % 20000))
   setsid $PY "$tmp/runner.py" --exec "$tmp/ru" -- "$exporter" --web.listen-address=127.0.0.1:$exp_port \
     --cgroup.include="/$tag.*" $v "${extra[@]}" --log.level=warn 2>>"$tmp/exporter.log" &
   epid=$!
   [ "$1" = on ] && exp_inst_ours=1
   local i
-  for i in $(seq 100); do curl -fs -o /dev/null 127.0.0.1:$exp_port/-/ready && break; sleep 0.1; done
+  for i in $(seq 600); do curl -fs -o /dev/null 127.0.0.1:$exp_port/-/ready && break; sleep 0.1; done
   curl -fs -o "$tmp/m0" 127.0.0.1:$exp_port/metrics || { echo "exporter did not start:" >&2; cat "$tmp/exporter.log" >&2; exit 1; }
   if [ "$1" = on ] && [ "$(metric memcg_trace_up "$tmp/m0")" != 1 ]; then
     echo "exporter tracing is down:" >&2; cat "$tmp/exporter.log" >&2; exit 1
@@ -357,7 +369,7 @@ tl_on0=$(cat $T/tracing_on)
 top_state > "$tmp/top0"
 tc_changes=""
 
-# run MODE -> "events tracer_cpu_ns reader_cpu_ns user_s sys_s wall_s failcnt pgpgout psi_us stall_s lost"
+# run MODE -> $result = "events tracer_cpu_ns reader_cpu_ns user_s sys_s wall_s failcnt pgpgout psi_us stall_s lost"
 run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that long]
   local mode=$1 empty=${2:-} c0 e0=0 e1=0 rc0=0 rc1=0 lost=0 stall=0 out sid="" w
   echo 0 > "$cg/memory.failcnt"
@@ -370,7 +382,7 @@ run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that l
     bpftrace)
       setsid $PY "$tmp/runner.py" --exec "$tmp/ru" -- bpftrace "$tmp/prog.bt" > "$tmp/bt.out" 2>&1 &
       bpid=$!; sid=$bpid
-      for _ in $(seq 600); do grep -q '^Attaching' "$tmp/bt.out" && break; sleep 0.05; done
+      for _ in $(seq 1200); do grep -q '^Attaching' "$tmp/bt.out" && break; sleep 0.05; done
       grep -q '^Attaching' "$tmp/bt.out" || { echo "bpftrace did not attach:" >&2; cat "$tmp/bt.out" >&2; exit 1; }
       sleep 0.3 ;;
     trace-cmd)
@@ -379,7 +391,7 @@ run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that l
       for e in $events; do args+=(-e "$e"); [ -n "${filt[$e]:-}" ] && args+=(-f "${filt[$e]}"); done
       (cd "$tmp" && exec setsid $PY "$tmp/runner.py" --exec "$tmp/ru" -- trace-cmd "${args[@]}" > "$tmp/tc.out" 2>&1) &
       tpid=$!; sid=$tpid
-      for _ in $(seq 200); do [ "$(cat $T/instances/$tc_inst/tracing_on 2>/dev/null)" = 1 ] && break; sleep 0.05; done
+      for _ in $(seq 1200); do [ "$(cat $T/instances/$tc_inst/tracing_on 2>/dev/null)" = 1 ] && break; sleep 0.05; done
       [ "$(cat $T/instances/$tc_inst/tracing_on 2>/dev/null)" = 1 ] || { echo "trace-cmd did not start:" >&2; cat "$tmp/tc.out" >&2; exit 1; }
       sleep 0.3
       e0=$(inst_events $T/instances/$tc_inst) ;;
@@ -412,8 +424,9 @@ run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that l
       stop_tracer "$tpid" INT; tpid=""
       rm -f "$tmp"/trace.dat*
       top_state > "$tmp/top1"
-      local d; d=$(diff "$tmp/top0" "$tmp/top_during" | grep '^[<>]' | grep -v 'top-level entries' | sort -u)
-      d+=$(diff "$tmp/top0" "$tmp/top1" | grep '^[<>]' | sort -u)
+      local d; d=$(diff "$tmp/top0" "$tmp/top_during" | grep '^[<>]' | grep -v 'top-level entries' | sed 's/^/while running: /')
+      d+=$'\n'$(diff "$tmp/top0" "$tmp/top1" | grep '^[<>]' | sed 's/^/after exit: /')
+      d=$(grep -v '^$' <<< "$d")
       [ -n "$d" ] && tc_changes+="$d"$'\n'
       # Undo what it changed: top-level tracing_on, its debugfs mount, its instance.
       [ "$(cat $T/tracing_on)" != "$tl_on0" ] && echo "$tl_on0" > $T/tracing_on
@@ -421,7 +434,7 @@ run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that l
       [ -d $T/instances/$tc_inst ] && { tc_changes+="left its instance $tc_inst behind"$'\n'; rmdir $T/instances/$tc_inst; } ;;
   esac
   read -r u s w <<< "$out"
-  echo "$((e1 - e0)) $((ru_ns - c0)) $(fsub "${rc1:-0}" "${rc0:-0}") $u $s $w $f $((pg1 - pg0)) $((ps1 - ps0)) ${stall:-0} $lost"
+  result="$((e1 - e0)) $((ru_ns - c0)) $(fsub "${rc1:-0}" "${rc0:-0}") $u $s $w $f $((pg1 - pg0)) $((ps1 - ps0)) ${stall:-0} $lost"
 }
 
 declare -A res
@@ -432,7 +445,7 @@ for i in $(seq "$runs"); do
   n=${#modes[@]}
   for j in $(seq 0 $((n - 1))); do   # rotate the order each run
     m=${modes[$(((i - 1 + j) % n))]}
-    r=$(run_mode "$m") || exit 1
+    run_mode "$m"; r=$result
     res[$m]+="$r"$'\n'
     echo "run $i $m: events cpu_ns reader_s user sys wall failcnt pgpgout psi_us stall_s lost = $r" >&2
   done
@@ -447,7 +460,7 @@ empty_s=$(for m in "${modes[@]}"; do med "$m" 6; done | median)
 for m in "${modes[@]}"; do
   [ "$m" = off ] && continue
   for i in $(seq $((runs < 3 ? runs : 3))); do
-    r=$(run_mode "$m" "$empty_s") || exit 1
+    run_mode "$m" "$empty_s"; r=$result
     empty_cpu[$m]+="$(awk '{print $2}' <<< "$r")"$'\n'
     echo "empty $i $m (${empty_s} s): events cpu_ns ... = $r" >&2
   done
@@ -458,18 +471,19 @@ ecpu() { printf '%s' "${empty_cpu[$1]:-}" | median; }
 idle_ms=-; idle_reader_ms=-; idle_evs=-
 if [ "$IDLE_S" != 0 ]; then
   start_exporter on
+  t0=$(date +%s.%N)  # the reader's figure spans start-time to stop metrics
   sleep 1
   c0=$(cpu_ns "$epid"); e0=$(inst_events "$EI"); rc0=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m0")
   sleep "$IDLE_S"
   c1=$(cpu_ns "$epid"); e1=$(inst_events "$EI")
-  stop_exporter; rc1=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m1")
+  t1=$(date +%s.%N); stop_exporter; rc1=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m1")
   idle_ms=$(awk -v c=$((c1 - c0)) -v s="$IDLE_S" 'BEGIN {printf "%.2f", c / 1e6 / s}')
-  idle_reader_ms=$(awk -v a="$rc1" -v b="$rc0" -v s="$IDLE_S" 'BEGIN {printf "%.2f", (a - b) * 1e3 / s}')
+  idle_reader_ms=$(awk -v a="$rc1" -v b="$rc0" -v s="$(fsub "$t1" "$t0")" 'BEGIN {printf "%.2f", (a - b) * 1e3 / s}')
   idle_evs=$(awk -v e=$((e1 - e0)) -v s="$IDLE_S" 'BEGIN {printf "%.0f", e / s}')
 fi
 
 # --- storm: STORM_READERS readers in tiny memcgs, exporter off vs on -------------
-storm_run() {  # storm_run off|on -> "events cpu_ns reader_s user sys wall"
+storm_run() {  # storm_run off|on -> $result = "events cpu_ns reader_s user sys wall"
   start_exporter "$1"
   local c0 c1 e0=0 e1=0 r0 r1=0 out specs=() drops=() i
   r0=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m0")
@@ -487,13 +501,13 @@ storm_run() {  # storm_run off|on -> "events cpu_ns reader_s user sys wall"
   fi
   stop_exporter
   [ "$1" = on ] && r1=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m1")
-  echo "$((e1 - e0)) $((c1 - c0)) $(fsub "${r1:-0}" "${r0:-0}") $out"
+  result="$((e1 - e0)) $((c1 - c0)) $(fsub "${r1:-0}" "${r0:-0}") $out"
 }
 STORM_RUNS=${STORM_RUNS:-$runs}
 declare -A storm
 for i in $(seq "$STORM_RUNS"); do
   for m in off on; do
-    r=$(storm_run $m) || exit 1
+    storm_run $m; r=$result
     storm[$m]+="$r"$'\n'
     echo "storm $i $m: events cpu_ns reader_s user sys wall = $r" >&2
   done
@@ -543,7 +557,8 @@ for m in "${modes[@]}"; do
 done
 echo
 echo "- tracer us/ev: CPU (all threads and processes of the tracer) from ready to its exit (workload, ${DRAIN_S} s drain," \
-  "stop and teardown), per event it got; exporter: minus the off exporter's $(awk -v c="$(med off 2)" 'BEGIN {printf "%.1f", c / 1e6}') ms."
+  "stop and teardown), per event it got; exporter: minus the off exporter's $(awk -v c="$(med off 2)" 'BEGIN {printf "%.1f", c / 1e6}') ms" \
+  "$([ $use_helper = 1 ] && echo "(none with the collector helper: off runs no process)")."
 echo "- marginal us: the same minus the tracer's own empty session (same length, no workload; medians:$(for m in "${modes[@]}"; do
   [ "$m" = off ] || printf ' %s %.1f ms' "$m" "$(awk -v c="$(ecpu "$m")" 'BEGIN {print c / 1e6}')"; done))."
 echo "- reader us/ev: the exporter's reader thread alone (memcg_trace_reader_cpu_seconds_total)."
@@ -560,15 +575,15 @@ printf '### Idle and storm\n\n'
 echo "idle (${IDLE_S} s, no workload of ours; host events seen: ${idle_evs}/s): exporter CPU ${idle_ms} ms/s, reader thread ${idle_reader_ms} ms/s"
 s_ev=$(smed on 1); s_w=$(smed on 6)
 s_evs=$(awk -v e="$s_ev" -v w="$s_w" 'BEGIN {printf "%.0f", (w > 0 ? e / w : 0)}')
-s_pct=$(printf '%s' "${storm[on]:-}" | awk -v o="$(smed off 2)" 'NF {printf "%.4f\n", ($2 - o) / 1e9 / $6 * 100}' | median)
-s_pct_raw=$(printf '%s' "${storm[on]:-}" | awk 'NF {printf "%.4f\n", $2 / 1e9 / $6 * 100}' | median)
+s_pct=$(printf '%s' "${storm[on]:-}" | awk -v o="$(smed off 2)" -v d="$DRAIN_S" 'NF {printf "%.4f\n", ($2 - o) / 1e9 / ($6 + d) * 100}' | median)
 s_us=$(printf '%s' "${storm[on]:-}" | awk -v o="$(smed off 2)" 'NF && $1 > 0 {printf "%.4f\n", ($2 - o) / 1e3 / $1}' | median)
 s_rus=$(printf '%s' "${storm[on]:-}" | awk 'NF && $1 > 0 {printf "%.4f\n", $3 * 1e6 / $1}' | median)
-echo "storm ($STORM_READERS readers, ${STORM_FILE_MIB} MiB x $STORM_PASSES each through ${STORM_LIMIT_MIB} MiB memcgs, $runs runs off/on):"
+echo "storm ($STORM_READERS readers, ${STORM_FILE_MIB} MiB x $STORM_PASSES each through ${STORM_LIMIT_MIB} MiB memcgs, $STORM_RUNS interleaved runs off/on, medians;" \
+  "exporter CPU over the workload + ${DRAIN_S} s drain, minus off's, per second of that window and per event):"
 printf '| %-5s | %9s | %12s | %13s | %11s | %8s | %8s | %7s |\n' mode "events/s" "exp % core" "exp us/ev" "reader us/ev" "wl user" "wl sys" "wall s"
 printf '|%s|\n' "-------|-----------|--------------|---------------|-------------|----------|----------|---------"
 printf '| %-5s | %9s | %12s | %13s | %11s | %8.3f | %8.3f | %7.3f |\n' off - - - - "$(smed off 4)" "$(smed off 5)" "$(smed off 6)"
-printf '| %-5s | %9s | %12s | %13s | %11s | %8.3f | %8.3f | %7.3f |\n' on "$s_evs" "$s_pct ($s_pct_raw raw)" "$s_us" "$s_rus" \
+printf '| %-5s | %9s | %12.2f | %13.3f | %11.3f | %8.3f | %8.3f | %7.3f |\n' on "$s_evs" "$s_pct" "$s_us" "$s_rus" \
   "$(smed on 4)" "$(smed on 5)" "$(smed on 6)"
 
 echo
@@ -590,8 +605,12 @@ bt_us=$([[ " ${modes[*]} " == *" bpftrace "* ]] && permed bpftrace '$1 > 0 ? $2 
 bt_k=$([[ " ${modes[*]} " == *" bpftrace "* ]] && permed bpftrace '$1 > 0 ? ($5 - o5) * 1e6 / $1 : 0' || echo -)
 printf '%s exporter CPU per event <= 0.2 us at ~100k events/s: %.3f us (%s)\n' "$(verdict "$tgt_us" 0.2)" "$tgt_us" "$tgt_at"
 printf '%s exporter CPU when idle <= 3 ms/s: %s ms/s\n' "$(verdict "$idle_ms" 3)" "$idle_ms"
-printf '%s exporter CPU per event < trace-cmd: %.3f us vs %s us all-in; marginal %.3f us vs %s us\n' \
+printf '%s exporter CPU per event < trace-cmd: %.3f us vs %.3f us all-in; marginal %.3f us vs %.3f us\n' \
   "$(awk -v a="$ex_us" -v b="$tc_us" -v c="$ex_mus" -v d="$tc_mus" 'BEGIN {print (b != "-" && a < b && c < d) ? "PASS" : "FAIL"}')" \
   "$ex_us" "$tc_us" "$ex_mus" "$tc_mus"
-printf '%s storm exporter CPU < 5%% of a core: %s%% at %s events/s\n' "$(verdict "$s_pct" 5)" "$s_pct" "$s_evs"
-printf 'INFO bpftrace beside ours: %s us/event in user space, %s us/event extra workload sys time (in-kernel aggregation)\n' "$bt_us" "$bt_k"
+bt_mus=$([[ " ${modes[*]} " == *" bpftrace "* ]] && permed bpftrace '$1 > 0 ? ($2 - e2) / 1e3 / $1 : 0' || echo -)
+printf '%s storm exporter CPU < 5%% of a core: %.2f%% at %s events/s\n' "$(verdict "$s_pct" 5)" "$s_pct" "$s_evs"
+printf 'INFO bpftrace beside ours: user space %.3f us/event all-in (its exit costs ~%.0f ms), %.3f marginal;' \
+  "$bt_us" "$(awk -v c="$(ecpu bpftrace)" 'BEGIN {print c / 1e6}')" "$bt_mus"
+printf ' in the kernel (the traced task'"'"'s extra sys time vs off) %.3f us/event, ours %.3f, trace-cmd %.3f\n' \
+  "$bt_k" "$(permed exporter '$1 > 0 ? ($5 - o5) * 1e6 / $1 : 0')" "$(permed trace-cmd '$1 > 0 ? ($5 - o5) * 1e6 / $1 : 0')"

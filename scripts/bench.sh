@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
-#   scripts/bench.sh [scrape|taskstats|tracing|locks|seed000|seed001|all]
+#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -22,6 +22,10 @@ fi
 if [[ $what == locks || $what == all ]]; then
   echo "== lock probes: off / locks / callers, interleaved (workload sys time, reader CPU)"
   build/bench/lock_probes_bench 5
+fi
+if [[ $what == tracing_overhead || $what == all ]]; then
+  echo "== tracing cost in situ: exporter vs bpftrace vs trace-cmd on a memcg streaming workload"
+  bench/tracing_overhead.sh build/exporter/memcg_exporter 5
 fi
 if [[ $what == seed000 || $what == all ]]; then
   echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM);"

@@ -2,13 +2,13 @@
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
-#   deps.sh bench   + what the benchmarks compare against (node_exporter)
+#   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
 test=(prometheus curl)
-bench=(prometheus-node-exporter bc python3 apache2-utils)
+bench=(prometheus-node-exporter bc python3 apache2-utils bpftrace trace-cmd)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;

@@ -114,18 +114,21 @@ start_server() {
 }
 stop_server() { [ -n "$spid" ] && { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }; spid=""; rm -f "$log"; }
 
-# snapshot -> "stall_count stall_sum ctl_cpu ctl_reclaimed_bytes exporter_cpu_s b1:c1,b2:c2,..."
+# snapshot -> "stall_count stall_sum ctl_cpu ctl_reclaimed_bytes exporter_cpu_s ctl_traced_s b1:c1,..."
+# (ctl_traced_s: the controller's own nudges, traced as kind="proactive" under the exporter's cgroup)
 snapshot() {
   local hz; hz=$(getconf CLK_TCK)
+  sleep 0.5  # the tracer drains its buffers every 200 ms: let it catch up
   curl -fs 127.0.0.1:$port/metrics | awk -v l="$label" -v ecpu="$(awk -v hz="$hz" '{print ($14+$15)/hz}' /proc/$epid/stat)" '
     index($0, "{cgroup=\"" l "\",kind=\"memcg\"") {
       if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_count/) c = $2
       if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_sum/) s = $2
       if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_bucket/) { match($1, /le="[^"]*"/); b = b substr($1, RSTART + 4, RLENGTH - 5) ":" $2 "," }
     }
+    $1 ~ /^memcg_vmscan_reclaim_stall_seconds_sum\{/ && index($1, "kind=\"proactive\"") {ps += $2}
     $1 == "memcg_controller_cpu_seconds_total" {cpu = $2}
     index($1, "memcg_controller_reclaimed_bytes_total{cgroup=\"" l "\"") == 1 {rb += $2}
-    END {printf "%s %s %s %s %s %s\n", c + 0, s + 0, cpu + 0, rb + 0, ecpu, (b == "" ? "-" : b)}'
+    END {printf "%s %s %s %s %s %s %s\n", c + 0, s + 0, cpu + 0, rb + 0, ecpu, ps + 0, (b == "" ? "-" : b)}'
 }
 # longest stall bound: smallest le whose bucket delta equals the count delta
 maxstall() {
@@ -138,7 +141,7 @@ maxstall() {
   }'
 }
 
-# run MODE -> "p50 p99 p999 max rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s errors"
+# run MODE -> "p50 p99 p999 max rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s ctl_traced_s errors"
 run() {
   local mode=$1 sm tm
   stop_server; dropcache; sleep 0.3
@@ -157,8 +160,8 @@ run() {
   awk -v o="$out" -v f=$((f1 - f0)) -v a="$s0" -v b="$s1" -v mx="$mx" 'BEGIN {
     split(o, L, " "); split(a, A, " "); split(b, B, " ")
     # L: p50 p99 p999 max rps n errors late
-    printf "%s %s %s %s %s %d %d %.4f %s %.4f %.1f %.3f %s\n", L[1], L[2], L[3], L[4], L[5], f,
-      B[1] - A[1], B[2] - A[2], mx, B[3] - A[3], (B[4] - A[4]) / 1048576, B[5] - A[5], L[7]
+    printf "%s %s %s %s %s %d %d %.4f %s %.4f %.1f %.3f %.4f %s\n", L[1], L[2], L[3], L[4], L[5], f,
+      B[1] - A[1], B[2] - A[2], mx, B[3] - A[3], (B[4] - A[4]) / 1048576, B[5] - A[5], B[6] - A[6], L[7]
   }'
 }
 
@@ -168,7 +171,7 @@ for i in $(seq "$runs"); do
   for m in "${modes[@]}"; do
     r=$(run "$m") || exit 1
     res[$m]+="$r"$'\n'
-    echo "run $i mode $m: p50 p99 p99.9 max_ms rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s errors = $r" >&2
+    echo "run $i mode $m: p50 p99 p99.9 max_ms rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s ctl_traced_s errors = $r" >&2
   done
 done
 
@@ -179,15 +182,15 @@ printf '\nseed 001: C++ HTTP server in a %d MiB memcg, random 64 KiB of a %d MiB
   "$LIMIT_MIB" "$FILE_MIB" "$STORE" "$(findmnt -no FSTYPE -T "$data")" "$wdesc"
 printf 'open-loop load %s req/s over %s connections, %s s measured after %s s warm-up, priority %s; %d interleaved runs per mode, medians\n' \
   "$RATE" "$CONNS" "$SECS" "$WARM" "$PRIO" "$runs"
-printf '%-12s %7s %7s %7s %7s %8s %8s %8s %9s %9s %8s %8s %8s\n' mode "p50 ms" "p99 ms" "p99.9" "max ms" "req/s" \
-  failcnt stalls "stall s" "stallmax" "ctl cpu" "ctl MiB" "exp cpu"
+printf '%-12s %7s %7s %7s %7s %8s %8s %8s %9s %9s %8s %8s %8s %8s\n' mode "p50 ms" "p99 ms" "p99.9" "max ms" "req/s" \
+  failcnt stalls "stall s" "stallmax" "ctl cpu" "ctl MiB" "exp cpu" "ctl recl"
 declare -A M
 for m in "${modes[@]}"; do
-  for k in $(seq 12); do M[$m,$k]=$(med "$m" $k); done
+  for k in $(seq 13); do M[$m,$k]=$(med "$m" $k); done
   name=off; [ "$m" != off ] && name="on ${m/:/\/}"
-  printf '%-12s %7.2f %7.2f %7.2f %7.2f %8.1f %8s %8s %8.3f %9s %8.3f %8.1f %8.2f\n' "$name" "${M[$m,1]}" "${M[$m,2]}" \
+  printf '%-12s %7.2f %7.2f %7.2f %7.2f %8.1f %8s %8s %8.3f %9s %8.3f %8.1f %8.2f %8.3f\n' "$name" "${M[$m,1]}" "${M[$m,2]}" \
     "${M[$m,3]}" "${M[$m,4]}" "${M[$m,5]}" "${M[$m,6]}" "${M[$m,7]}" "${M[$m,8]}" "${M[$m,9]}" "${M[$m,10]}" \
-    "${M[$m,11]}" "${M[$m,12]}"
+    "${M[$m,11]}" "${M[$m,12]}" "${M[$m,13]}"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
 for m in "${modes[@]:1}"; do
@@ -204,5 +207,6 @@ echo "off: the workload spent $(awk -v t="${M[off,8]}" -v s="$SECS" 'BEGIN {prin
   "($(awk -v t="${M[off,8]}" -v n="$offreq" 'BEGIN {printf "%.1f", (n > 0 ? 1e6 * t / n : 0)}') us per request on average," \
   "$(awk -v t="${M[off,8]}" -v c="${M[off,7]}" 'BEGIN {printf "%.1f", (c > 0 ? 1e6 * t / c : 0)}') us per stall)"
 echo "units: latency in ms; stall s = traced memcg-limit reclaim time of the workload; stallmax = upper bucket bound of its longest stall (s);" \
-  "ctl cpu = memcg_controller_cpu_seconds_total delta; exp cpu = the whole exporter process (tracer, scrapes, controller)"
+  "ctl cpu = memcg_controller_cpu_seconds_total delta; exp cpu = the whole exporter process (tracer, scrapes, controller);" \
+  "ctl recl = the controller's nudges as traced (kernel reclaim time, kind=proactive)"
 [ -s "$tmp/log" ] && { echo "exporter log:"; tail -5 "$tmp/log"; }

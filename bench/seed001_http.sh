@@ -22,7 +22,7 @@
 # usage: bench/seed001_http.sh [path/to/memcg_exporter] [runs=5]    (root, cgroup v1)
 # env:   MARGINS="32:64"  start:target margins in MiB, one "on" mode each
 #        RATE=1000 req/s  CONNS=8  SECS=20 (measured)  WARM=8 (s, unmeasured, first)
-#        WF=0.25  WMODE=inplace|append  LIMIT_MIB=256  FILE_MIB=512
+#        WF=0.5  WMODE=inplace|append  LIMIT_MIB=256  FILE_MIB=512
 #        STORE=disk (a file under /var/tmp) | zram (ext4 on a zram device added
 #          for the run: a miss is served inline in the requesting thread, so
 #          reclaim is a larger share of a request)
@@ -33,7 +33,7 @@ set -uo pipefail
 exporter=$(realpath "${1:-$(dirname "$0")/../build/exporter/memcg_exporter}"); runs=${2:-5}
 tool=${SEED001_HTTP:-$(dirname "$exporter")/../bench/seed001_http}
 MARGINS=${MARGINS:-"32:64"}; RATE=${RATE:-1000}; CONNS=${CONNS:-8}; SECS=${SECS:-20}
-WARM=${WARM:-8}; WF=${WF:-0.25}; WMODE=${WMODE:-inplace}; LIMIT_MIB=${LIMIT_MIB:-256}
+WARM=${WARM:-8}; WF=${WF:-0.5}; WMODE=${WMODE:-inplace}; LIMIT_MIB=${LIMIT_MIB:-256}
 FILE_MIB=${FILE_MIB:-512}; STORE=${STORE:-disk}; PRIO=${PRIO:-fifo}
 [ "$(id -u)" = 0 ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] || {
   echo "seed001_http: SKIPPED: needs root and cgroup v1 memory"; exit 0; }

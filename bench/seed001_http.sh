@@ -1,79 +1,86 @@
 #!/usr/bin/env bash
-# Seed 001 (Kamezawa's httpd experiment) with the exporter's controller in the loop:
-# a small HTTP server in a 256 MiB v1 memcg serves random 64 KiB ranges of a
-# 512 MiB file on a real filesystem (/var/tmp; working set 2x the limit), under
-# `ab -c 4 -n N` on 127.0.0.1. Modes: protection off, and on with one or more
-# start/target margin pairs, interleaved, RUNS runs each. Prints medians of ab's
-# p50 / p99 / max latency, requests/s and the memcg's own failcnt delta, plus
-# the on/off ratios, and checks the seed's -35% p99 / -62% max.
+# Seed 001 (Kamezawa's httpd experiment) with the exporter's controller in the loop.
 #
-# usage: bench/seed001_http.sh path/to/memcg_exporter [runs=3]     (root, cgroup v1)
-# env:   MARGINS="32:64 64:128"  start:target margins in MiB, one "on" mode each
-#        N=requests per run (default: calibrated to ~SECS s from a 5 s trial)
-#        SECS=30  LIMIT_MIB=256  FILE_MIB=512  DIST=uniform|normal (offsets)
-#        WARM=fraction of N run (unmeasured) before each measured run (default 0.25)
+# A small C++ HTTP server (bench/seed001_http.cpp) in a 256 MiB v1 memcg serves
+# random 64 KiB chunks of a 512 MiB file (working set 2x the limit) under an
+# open-loop load at a fixed rate on 127.0.0.1 (latency from each request's
+# intended send time: no coordinated omission). A fraction WF of the requests
+# also store a fresh 64 KiB chunk (dirty page cache: WMODE=inplace rewrites the
+# served chunk, like a cache refreshing an object; WMODE=append appends to a log
+# file, like an ingest journal). Modes: protection off, and on for each
+# start/target margin pair; runs are interleaved, RUNS per mode.
+#
+# Per run it takes, over the measured window only: p50 / p99 / p99.9 / max
+# latency and req/s (from the load generator), the memcg's failcnt delta (limit
+# hits), the workload's own limit reclaim as traced by the exporter's vmscan
+# collector (memcg_vmscan_reclaim_stall_seconds{kind="memcg"}: count, total, and
+# the upper bound of the longest stall), the controller's CPU
+# (memcg_controller_cpu_seconds_total) and the whole exporter process's CPU.
+# Prints the medians per mode, on/off ratios, and the seed's targets
+# (p99 -35%, max -62%).
+#
+# usage: bench/seed001_http.sh [path/to/memcg_exporter] [runs=5]    (root, cgroup v1)
+# env:   MARGINS="32:64"  start:target margins in MiB, one "on" mode each
+#        RATE=1000 req/s  CONNS=8  SECS=20 (measured)  WARM=8 (s, unmeasured, first)
+#        WF=0.5  WMODE=inplace|append  LIMIT_MIB=256  FILE_MIB=512
+#        STORE=disk (a file under /var/tmp) | zram (ext4 on a zram device added
+#          for the run: a miss is served inline in the requesting thread, so
+#          reclaim is a larger share of a request)
+#        PRIO=fifo (server and load at SCHED_FIFO 20/30, to keep other tenants'
+#          CPU load out of the tail) | other
+#        SEED001_HTTP=path to the seed001_http binary (default: next to the exporter's build)
 set -uo pipefail
-exporter=$(realpath "${1:-$(dirname "$0")/../build/exporter/memcg_exporter}"); runs=${2:-3}
-MARGINS=${MARGINS:-"32:64 64:128"}; SECS=${SECS:-30}; LIMIT_MIB=${LIMIT_MIB:-256}
-FILE_MIB=${FILE_MIB:-512}; DIST=${DIST:-uniform}; WARM=${WARM:-0.25}; N=${N:-}
+exporter=$(realpath "${1:-$(dirname "$0")/../build/exporter/memcg_exporter}"); runs=${2:-5}
+tool=${SEED001_HTTP:-$(dirname "$exporter")/../bench/seed001_http}
+MARGINS=${MARGINS:-"32:64"}; RATE=${RATE:-1000}; CONNS=${CONNS:-8}; SECS=${SECS:-20}
+WARM=${WARM:-8}; WF=${WF:-0.5}; WMODE=${WMODE:-inplace}; LIMIT_MIB=${LIMIT_MIB:-256}
+FILE_MIB=${FILE_MIB:-512}; STORE=${STORE:-disk}; PRIO=${PRIO:-fifo}
 [ "$(id -u)" = 0 ] && [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ] || {
   echo "seed001_http: SKIPPED: needs root and cgroup v1 memory"; exit 0; }
-command -v ab >/dev/null || { echo "seed001_http: SKIPPED: needs ab (apt-get install -y apache2-utils)"; exit 0; }
+[ -x "$tool" ] || { echo "seed001_http: build the seed001_http target first ($tool)"; exit 1; }
+case $WMODE in inplace|append) ;; *) echo "WMODE must be inplace or append"; exit 2;; esac
+case $STORE in disk|zram) ;; *) echo "STORE must be disk or zram"; exit 2;; esac
+srvprio=(); loadprio=()
 PY=/usr/bin/python3; [ -x $PY ] || PY=$(command -v python3)
+[ "$PRIO" = fifo ] && { srvprio=(chrt -f 20); loadprio=(chrt -f 30); }
 
-tmp=$(mktemp -d /var/tmp/memcg_exporter_bench_s001_XXXXXX)
-cg=/sys/fs/cgroup/memory/memcg_exporter_bench_s001_$$
+tmp=$(mktemp -d /var/tmp/memcg_exporter_test_s001_$$_XXXXXX)
+cg=/sys/fs/cgroup/memory/memcg_exporter_test_s001_$$
 label=${cg#/sys/fs/cgroup/memory}
-epid=""; spid=""; apid=""
+epid=""; spid=""; zram=""; mounted=""
 cleanup() {
   trap - EXIT INT TERM
-  [ -n "$apid" ] && kill "$apid" 2>/dev/null
   [ -n "$spid" ] && kill "$spid" 2>/dev/null
   [ -n "$epid" ] && kill "$epid" 2>/dev/null
   wait 2>/dev/null
   for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
   for _ in 1 2 3 4 5 6 7 8 9 10; do [ -d "$cg" ] || break; rmdir "$cg" 2>/dev/null || sleep 0.2; done
   [ -d "$cg" ] && echo "seed001_http: WARNING: could not remove $cg" >&2
+  [ -n "$mounted" ] && umount "$mounted"
+  if [ -n "$zram" ]; then  # ext4's unmount finishes asynchronously: the reset is EBUSY for a moment
+    for _ in $(seq 50); do echo 1 2>/dev/null > /sys/block/zram$zram/reset && break; sleep 0.2; done
+    echo "$zram" > /sys/class/zram-control/hot_remove || echo "seed001_http: WARNING: could not remove zram$zram" >&2
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT; trap 'exit 130' INT TERM
 
+data=$tmp
+if [ "$STORE" = zram ]; then
+  [ -w /sys/class/zram-control/hot_add ] || { echo "seed001_http: SKIPPED: STORE=zram needs zram-control"; exit 0; }
+  zram=$(cat /sys/class/zram-control/hot_add) || exit 1
+  echo $(( (FILE_MIB * 2 + 256) << 20 )) > /sys/block/zram$zram/disksize || exit 1
+  mkfs.ext4 -q /dev/zram$zram || exit 1
+  mkdir "$tmp/mnt" && mount /dev/zram$zram "$tmp/mnt" && mounted=$tmp/mnt || exit 1
+  data=$tmp/mnt
+fi
+file=$data/file; log=$data/log
+echo "creating ${FILE_MIB} MiB file in $data ($STORE) ..." >&2
+dd if=/dev/urandom of="$file" bs=1M count="$FILE_MIB" status=none && sync || exit 1
+
 port=$((20000 + RANDOM % 20000)); sport=$((40001 + RANDOM % 20000))
 echo token > "$tmp/token"
-echo "creating ${FILE_MIB} MiB file in $tmp ..." >&2
-dd if=/dev/urandom of="$tmp/file" bs=1M count="$FILE_MIB" status=none && sync || exit 1
-
-cat > "$tmp/server.py" <<'EOF'
-import os, random, sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-path, port, dist = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-fd = os.open(path, os.O_RDONLY)
-size = os.fstat(fd).st_size
-CH = 64 << 10
-nch = size // CH
-class H(BaseHTTPRequestHandler):
-    def do_GET(self):
-        if dist == "normal":   # seed 001: "normalized distribution", mean mid-file, sd = size/4
-            c = int(random.gauss(nch / 2, nch / 4)) % nch
-        else:
-            c = random.randrange(nch)
-        data = os.pread(fd, CH, c * CH)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *a):
-        pass
-class S(ThreadingHTTPServer):
-    daemon_threads = True
-    def handle_error(self, request, client_address):
-        pass  # ab -t closes its last connections mid-response; failures show in ab's own count
-    request_queue_size = 64
-S(("127.0.0.1", port), H).serve_forever()
-EOF
-
-"$exporter" --web.listen-address=127.0.0.1:$port --cgroup.include="$label" --no-collector.vmscan \
+"$exporter" --web.listen-address=127.0.0.1:$port --cgroup.include="$label" \
   --controller.enable --controller.allow="$label" --controller.token-file="$tmp/token" \
   --controller.journal="$tmp/journal" --controller.audit-log="$tmp/audit" --log.level=warn 2>"$tmp/log" &
 epid=$!
@@ -84,55 +91,78 @@ api() {
     --data "$2" 127.0.0.1:$port/api/v1/controller/$1)
   [ "$code" = 200 ] || { echo "api $1 -> HTTP $code: $(cat "$tmp/api.out")" >&2; return 1; }
 }
+for _ in $(seq 30); do curl -fs 127.0.0.1:$port/metrics | grep -q '^memcg_trace_up 1' && break; sleep 0.1; done
+curl -fs 127.0.0.1:$port/metrics | grep -q '^memcg_trace_up 1' ||
+  echo "WARNING: the exporter's vmscan tracer is not up: no traced stall totals" >&2
 
 mkdir "$cg" || exit 1
 echo $((LIMIT_MIB << 20)) > "$cg/memory.limit_in_bytes" || exit 1
-dropcache() { $PY -c "import os;fd=os.open('$tmp/file',os.O_RDONLY);os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)"; }
+dropcache() {  # the data file's cache (written back first: inplace writes dirty it)
+  $PY -c "import os,sys
+for p in sys.argv[1:]:
+    if os.path.exists(p):
+        fd=os.open(p,os.O_RDONLY); os.fdatasync(fd); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED); os.close(fd)" "$file"
+}
 start_server() {
-  sh -c "echo \$\$ > $cg/cgroup.procs && exec $PY $tmp/server.py $tmp/file $sport $DIST" &
+  rm -f "$log"
+  local logarg=(); [ "$WMODE" = append ] && logarg=("$log")
+  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$cg" "${srvprio[@]}" \
+    "$tool" serve "$file" "$sport" "$WF" 64 "${logarg[@]}" &
   spid=$!
   for _ in $(seq 100); do curl -fs -o /dev/null 127.0.0.1:$sport/ && return 0; sleep 0.05; done
   echo "server did not start" >&2; exit 1
 }
-stop_server() { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=""; }
-run_ab() { ab "$@" > "$tmp/ab.out" 2>"$tmp/ab.err" & apid=$!; wait $apid; local rc=$?; apid=""; return $rc; }
+stop_server() { [ -n "$spid" ] && { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }; spid=""; rm -f "$log"; }
 
-# Calibrate N from a 5 s unmeasured trial (unprotected, after a cold start).
-if [ -z "$N" ]; then
-  dropcache; start_server
-  run_ab -q -c 4 -t 5 -n 10000000 http://127.0.0.1:$sport/
-  rps=$(awk '/^Requests per second/ {print $4}' "$tmp/ab.out")
-  stop_server
-  N=$(awk -v r="$rps" -v s="$SECS" 'BEGIN {n=int(r*s/100)*100; if (n<1000) n=1000; print n}')
-  echo "calibration: ${rps} req/s cold -> N=$N" >&2
-fi
-W=$(awk -v n="$N" -v w="$WARM" 'BEGIN {print int(n*w)}')
-
-ctl_metric() {  # sum of a controller metric's series for our cgroup (or all if unlabeled)
-  curl -fs 127.0.0.1:$port/metrics | awk -v m="$1" -v l="$label" '
-    index($1, m) == 1 && (index($0, "cgroup=\"" l "\"") || $1 == m) {s += $NF} END {printf "%.6f", s}'
+# snapshot -> "stall_count stall_sum ctl_cpu ctl_reclaimed_bytes exporter_cpu_s ctl_traced_s b1:c1,..."
+# (ctl_traced_s: the controller's own nudges, traced as kind="proactive" under the exporter's cgroup)
+snapshot() {
+  local hz; hz=$(getconf CLK_TCK)
+  sleep 0.5  # the tracer drains its buffers every 200 ms: let it catch up
+  curl -fs 127.0.0.1:$port/metrics | awk -v l="$label" -v ecpu="$(awk -v hz="$hz" '{print ($14+$15)/hz}' /proc/$epid/stat)" '
+    index($0, "{cgroup=\"" l "\",kind=\"memcg\"") {
+      if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_count/) c = $2
+      if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_sum/) s = $2
+      if ($1 ~ /^memcg_vmscan_reclaim_stall_seconds_bucket/) { match($1, /le="[^"]*"/); b = b substr($1, RSTART + 4, RLENGTH - 5) ":" $2 "," }
+    }
+    $1 ~ /^memcg_vmscan_reclaim_stall_seconds_sum\{/ && index($1, "kind=\"proactive\"") {ps += $2}
+    $1 == "memcg_controller_cpu_seconds_total" {cpu = $2}
+    index($1, "memcg_controller_reclaimed_bytes_total{cgroup=\"" l "\"") == 1 {rb += $2}
+    END {printf "%s %s %s %s %s %s %s\n", c + 0, s + 0, cpu + 0, rb + 0, ecpu, ps + 0, (b == "" ? "-" : b)}'
+}
+# longest stall bound: smallest le whose bucket delta equals the count delta
+maxstall() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    na = split(a, A, ","); nb = split(b, B, ",")
+    for (i = 1; i <= na; i++) if (split(A[i], kv, ":") == 2) base[kv[1]] = kv[2]
+    total = -1; for (i = 1; i <= nb; i++) if (split(B[i], kv, ":") == 2 && kv[1] == "+Inf") total = kv[2] - base[kv[1]]
+    if (total <= 0) {print 0; exit}
+    for (i = 1; i <= nb; i++) if (split(B[i], kv, ":") == 2 && kv[2] - base[kv[1]] == total) {print (kv[1] == "+Inf" ? 99 : kv[1]); exit}
+  }'
 }
 
-# run MODE -> "p50 p99 max rps failcnt bytes_reclaimed"
+# run MODE -> "p50 p99 p999 max rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s ctl_traced_s errors"
 run() {
   local mode=$1 sm tm
-  stop_server; dropcache; sleep 0.5
+  stop_server; dropcache; sleep 0.3
   start_server
   if [ "$mode" != off ]; then
     sm=${mode%:*}; tm=${mode#*:}
     api protect '{"cgroup":"'$label'","start_margin_bytes":'$((sm << 20))',"target_margin_bytes":'$((tm << 20))'}' || exit 1
   fi
-  [ "$W" -gt 0 ] && run_ab -q -c 4 -n "$W" http://127.0.0.1:$sport/
-  local f0 r0; f0=$(cat "$cg/memory.failcnt"); r0=$(ctl_metric memcg_controller_reclaimed_bytes_total)
-  run_ab -q -c 4 -n "$N" http://127.0.0.1:$sport/ || { echo "ab failed: $(cat "$tmp/ab.err")" >&2; exit 1; }
-  local f1 r1; f1=$(cat "$cg/memory.failcnt"); r1=$(ctl_metric memcg_controller_reclaimed_bytes_total)
+  "${loadprio[@]}" "$tool" load "$sport" "$RATE" "$WARM" "$CONNS" > /dev/null || { echo "warm-up load failed" >&2; exit 1; }
+  local f0 s0; f0=$(cat "$cg/memory.failcnt"); s0=$(snapshot)
+  local out; out=$("${loadprio[@]}" "$tool" load "$sport" "$RATE" "$SECS" "$CONNS") || { echo "load failed" >&2; exit 1; }
+  local f1 s1; f1=$(cat "$cg/memory.failcnt"); s1=$(snapshot)
   [ "$mode" != off ] && { api unprotect '{"cgroup":"'$label'"}' || exit 1; }
   stop_server
-  local failed; failed=$(awk '/^Failed requests/ {print $3}' "$tmp/ab.out")
-  [ "${failed:-0}" = 0 ] || echo "WARNING: $failed failed requests in $mode run" >&2
-  awk -v f=$((f1 - f0)) -v rb="$(awk -v a="$r1" -v b="$r0" 'BEGIN {print a-b}')" '
-    /^  50%/ {p50=$2} /^  99%/ {p99=$2} /^ 100%/ {mx=$2} /^Requests per second/ {rps=$4}
-    END {print p50, p99, mx, rps, f, rb}' "$tmp/ab.out"
+  local mx; mx=$(maxstall "${s0##* }" "${s1##* }")
+  awk -v o="$out" -v f=$((f1 - f0)) -v a="$s0" -v b="$s1" -v mx="$mx" 'BEGIN {
+    split(o, L, " "); split(a, A, " "); split(b, B, " ")
+    # L: p50 p99 p999 max rps n errors late
+    printf "%s %s %s %s %s %d %d %.4f %s %.4f %.1f %.3f %.4f %s\n", L[1], L[2], L[3], L[4], L[5], f,
+      B[1] - A[1], B[2] - A[2], mx, B[3] - A[3], (B[4] - A[4]) / 1048576, B[5] - A[5], B[6] - A[6], L[7]
+  }'
 }
 
 modes=(off); for m in $MARGINS; do modes+=("$m"); done
@@ -141,29 +171,42 @@ for i in $(seq "$runs"); do
   for m in "${modes[@]}"; do
     r=$(run "$m") || exit 1
     res[$m]+="$r"$'\n'
-    echo "run $i mode $m: p50 p99 max rps failcnt ctl_reclaimed_B = $r" >&2
+    echo "run $i mode $m: p50 p99 p99.9 max_ms rps failcnt stalls stall_s stall_max_s ctl_cpu_s ctl_MiB exp_cpu_s ctl_traced_s errors = $r" >&2
   done
 done
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 med() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF {print $k}' | median; }
-printf '\nseed 001: HTTP server in %d MiB memcg, random 64 KiB of a %d MiB file (%s) on %s, ab -c 4 -n %d, %d interleaved runs per mode, medians\n' \
-  "$LIMIT_MIB" "$FILE_MIB" "$DIST" "$(findmnt -no FSTYPE -T "$tmp")" "$N" "$runs"
-printf '%-14s %8s %8s %8s %10s %10s %14s\n' mode "p50 ms" "p99 ms" "max ms" "req/s" failcnt "ctl recl MiB"
+wdesc="no writes"; [ "$WF" != 0 ] && wdesc="$WF of requests also write 64 KiB ($WMODE)"
+printf '\nseed 001: C++ HTTP server in a %d MiB memcg, random 64 KiB of a %d MiB file on %s (%s), %s;\n' \
+  "$LIMIT_MIB" "$FILE_MIB" "$STORE" "$(findmnt -no FSTYPE -T "$data")" "$wdesc"
+printf 'open-loop load %s req/s over %s connections, %s s measured after %s s warm-up, priority %s; %d interleaved runs per mode, medians\n' \
+  "$RATE" "$CONNS" "$SECS" "$WARM" "$PRIO" "$runs"
+printf '%-12s %7s %7s %7s %7s %8s %8s %8s %9s %9s %8s %8s %8s %8s\n' mode "p50 ms" "p99 ms" "p99.9" "max ms" "req/s" \
+  failcnt stalls "stall s" "stallmax" "ctl cpu" "ctl MiB" "exp cpu" "ctl recl"
 declare -A M
 for m in "${modes[@]}"; do
-  for k in 1 2 3 4 5 6; do M[$m,$k]=$(med "$m" $k); done
-  name=off; [ "$m" != off ] && name="on ${m/:/\/}MiB"
-  printf '%-14s %8s %8s %8s %10.1f %10s %14.1f\n' "$name" "${M[$m,1]}" "${M[$m,2]}" "${M[$m,3]}" "${M[$m,4]}" "${M[$m,5]}" \
-    "$(awk -v b="${M[$m,6]}" 'BEGIN {print b/1048576}')"
+  for k in $(seq 13); do M[$m,$k]=$(med "$m" $k); done
+  name=off; [ "$m" != off ] && name="on ${m/:/\/}"
+  printf '%-12s %7.2f %7.2f %7.2f %7.2f %8.1f %8s %8s %8.3f %9s %8.3f %8.1f %8.2f %8.3f\n' "$name" "${M[$m,1]}" "${M[$m,2]}" \
+    "${M[$m,3]}" "${M[$m,4]}" "${M[$m,5]}" "${M[$m,6]}" "${M[$m,7]}" "${M[$m,8]}" "${M[$m,9]}" "${M[$m,10]}" \
+    "${M[$m,11]}" "${M[$m,12]}" "${M[$m,13]}"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
 for m in "${modes[@]:1}"; do
-  r2=$(ratio "${M[$m,2]}" "${M[off,2]}"); r3=$(ratio "${M[$m,3]}" "${M[off,3]}")
-  printf '%-14s %8s %8s %8s %10s %10s\n' "ratio ${m/:/\/}" "$(ratio "${M[$m,1]}" "${M[off,1]}")" "$r2" "$r3" \
-    "$(ratio "${M[$m,4]}" "${M[off,4]}")" "$(ratio "${M[$m,5]}" "${M[off,5]}")"
+  r2=$(ratio "${M[$m,2]}" "${M[off,2]}"); r4=$(ratio "${M[$m,4]}" "${M[off,4]}")
+  printf '%-12s %7s %7s %7s %7s %8s %8s %8s %8s\n' "ratio ${m/:/\/}" "$(ratio "${M[$m,1]}" "${M[off,1]}")" "$r2" \
+    "$(ratio "${M[$m,3]}" "${M[off,3]}")" "$r4" "$(ratio "${M[$m,5]}" "${M[off,5]}")" \
+    "$(ratio "${M[$m,6]}" "${M[off,6]}")" "$(ratio "${M[$m,7]}" "${M[off,7]}")" "$(ratio "${M[$m,8]}" "${M[off,8]}")"
   ok99=$(awk -v r="$r2" 'BEGIN {print (r != "n/a" && r <= 0.65) ? "MET" : "NOT met"}')
-  okmx=$(awk -v r="$r3" 'BEGIN {print (r != "n/a" && r <= 0.38) ? "MET" : "NOT met"}')
+  okmx=$(awk -v r="$r4" 'BEGIN {print (r != "n/a" && r <= 0.38) ? "MET" : "NOT met"}')
   echo "  margins ${m/:/\/} MiB vs seed (p99 -35% => ratio <= 0.65; max -62% => ratio <= 0.38): p99 $ok99, max $okmx"
 done
-echo "controller CPU: $(ctl_metric memcg_controller_cpu_seconds_total) s in total; exporter log lines: $(wc -l < "$tmp/log")"
+offreq=$(awk -v r="${M[off,5]}" -v s="$SECS" 'BEGIN {print r * s}')
+echo "off: the workload spent $(awk -v t="${M[off,8]}" -v s="$SECS" 'BEGIN {printf "%.2f%%", 100 * t / s}') of the run in its own limit reclaim" \
+  "($(awk -v t="${M[off,8]}" -v n="$offreq" 'BEGIN {printf "%.1f", (n > 0 ? 1e6 * t / n : 0)}') us per request on average," \
+  "$(awk -v t="${M[off,8]}" -v c="${M[off,7]}" 'BEGIN {printf "%.1f", (c > 0 ? 1e6 * t / c : 0)}') us per stall)"
+echo "units: latency in ms; stall s = traced memcg-limit reclaim time of the workload; stallmax = upper bucket bound of its longest stall (s);" \
+  "ctl cpu = memcg_controller_cpu_seconds_total delta; exp cpu = the whole exporter process (tracer, scrapes, controller);" \
+  "ctl recl = the controller's nudges as traced (kernel reclaim time, kind=proactive)"
+[ -s "$tmp/log" ] && { echo "exporter log:"; tail -5 "$tmp/log"; }

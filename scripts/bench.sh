@@ -34,6 +34,6 @@ if [[ $what == seed000 || $what == all ]]; then
   build/controller/controller_seed000
 fi
 if [[ $what == seed001 || $what == all ]]; then
-  echo "== seed 001: HTTP service with a working set 2x its limit, controller off/on"
-  bench/seed001_http.sh build/exporter/memcg_exporter 3
+  echo "== seed 001: HTTP service with a working set 2x its limit (half the requests write), controller off/on"
+  bench/seed001_http.sh build/exporter/memcg_exporter 5
 fi

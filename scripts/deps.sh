@@ -8,7 +8,7 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libciv
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
 test=(prometheus curl)
-bench=(prometheus-node-exporter bc python3 apache2-utils bpftrace trace-cmd)
+bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;

@@ -49,7 +49,7 @@
 # env:   LIMIT_MIB=64 FILE_MIB=256 PASSES=4   the main workload
 #        STORM_READERS=4 STORM_LIMIT_MIB=8 STORM_FILE_MIB=64 STORM_PASSES=12
 #        IDLE_S=10 (0: no idle figure)  STORM_RUNS=runs (0: no storm)  DRAIN_S=0.6  TC_SLEEP_US= (trace-cmd -s; empty: its default)
-#        MODES="off exporter bpftrace trace-cmd"  WAIT_S=600 (for another exporter's instance)
+#        MODES="off exporter bpftrace trace-cmd"
 #        EVENTS="sys:event[=filter] ..." (default: those the exporter enables)
 set -uo pipefail
 orig_args=("$@")
@@ -86,44 +86,15 @@ if [ "$(stat -f -c %T $T 2>/dev/null)" != tracefs ]; then
   mount -t tracefs nodev $T || skip "tracefs not mounted at $T and cannot mount it"
   mounted_tracefs=1
 fi
-# The exporter's instance name is fixed ("memcg_exporter") and it removes a
-# stale one at start: never start ours next to somebody else's exporter; wait
-# up to WAIT_S for it to go instead.
-WAIT_S=${WAIT_S:-600}
-wait_instance_free() {
-  local i
-  [ $use_helper = 1 ] && return 0
-  for i in $(seq $((WAIT_S * 2))); do
-    [ -e $T/instances/memcg_exporter ] || return 0
-    [ $i = 1 ] && echo "$name: $T/instances/memcg_exporter exists (another exporter is tracing); waiting up to ${WAIT_S} s" >&2
-    sleep 0.5
-  done
-  echo "$name: $T/instances/memcg_exporter still exists after ${WAIT_S} s; giving up" >&2
-  exit 1
-}
-
 tag=memcg_exporter_test_ovh_$$
 tmp=/dev/shm/$tag
 cg=$MEMCG/$tag
 ucg=$UNI/$tag
 tc_inst=${tag}_tc
 loop=""; epid=""; bpid=""; tpid=""; exp_inst_ours=0
-# Exporter mode: the exporter binary, or (USE_HELPER=1, or auto when another
-# exporter holds the fixed instance name) the same vmscan collector in
-# build/bench/tracing_overhead_collector under an instance name of ours.
-helper=${HELPER:-$(dirname "$exporter")/../bench/tracing_overhead_collector}
-use_helper=${USE_HELPER:-auto}
-if [ "$use_helper" = auto ]; then
-  use_helper=0; [ -e $T/instances/memcg_exporter ] && use_helper=1
-fi
-if [ $use_helper = 1 ]; then
-  [ -x "$helper" ] || { echo "$name: $T/instances/memcg_exporter is taken and there is no $helper (build target tracing_overhead_collector)" >&2; exit 1; }
-  helper=$(realpath "$helper")
-  EI=$T/instances/${tag}_col
-  echo "$name: $T/instances/memcg_exporter is taken by another exporter: the exporter mode runs the vmscan collector in $helper (instance ${tag}_col)" >&2
-else
-  EI=$T/instances/memcg_exporter
-fi
+# The exporter traces into an instance of its own name
+# (--collector.vmscan.instance), so a running exporter is never disturbed.
+EI=$T/instances/${tag}_exp
 cgroups=("$cg")
 for i in $(seq "$STORM_READERS"); do cgroups+=("$MEMCG/${tag}_s$i"); done
 kill_session() {  # kill_session SID: the processes of a session we started with setsid
@@ -273,23 +244,10 @@ exp_port=""
 start_exporter() {  # start_exporter on|off; its start-time metrics in $tmp/m0
   local v=--no-collector.vmscan; [ "$1" = on ] && v=--collector.vmscan
   : > "$tmp/m0"; : > "$tmp/m1"
-  if [ $use_helper = 1 ]; then
-    epid=""
-    [ "$1" = on ] || return 0
-    setsid $PY "$tmp/runner.py" --exec "$tmp/ru" -- "$helper" "${EI##*/}" --cgroup.include="/$tag.*" \
-      "${extra[@]}" --log.level=warn \
-      > "$tmp/h.out" 2>>"$tmp/exporter.log" &
-    epid=$!; exp_inst_ours=1
-    for _ in $(seq 1200); do
-      grep -q '^ready$' "$tmp/h.out" && { sed '/^ready$/,$d' "$tmp/h.out" > "$tmp/m0"; return 0; }
-      kill -0 $epid 2>/dev/null || break; sleep 0.05
-    done
-    echo "collector helper did not start:" >&2; cat "$tmp/exporter.log" >&2; exit 1
-  fi
-  [ "$1" = on ] && wait_instance_free
   exp_port=$((20000 + RANDOM % 20000))
   setsid $PY "$tmp/runner.py" --exec "$tmp/ru" -- "$exporter" --web.listen-address=127.0.0.1:$exp_port \
-    --cgroup.include="/$tag.*" $v "${extra[@]}" --log.level=warn 2>>"$tmp/exporter.log" &
+    --collector.vmscan.instance="${EI##*/}" --cgroup.include="/$tag.*" $v "${extra[@]}" \
+    --log.level=warn 2>>"$tmp/exporter.log" &
   epid=$!
   [ "$1" = on ] && exp_inst_ours=1
   local i
@@ -311,9 +269,8 @@ stop_tracer() {  # stop_tracer PID SIGNAL: stops a wrapped tracer, sets ru_ns to
   ru_ns=$(cat "$tmp/ru" 2>/dev/null || echo 0)
 }
 stop_exporter() {  # its last metrics in $tmp/m1
-  [ $use_helper = 0 ] && [ -n "$epid" ] && curl -fs -o "$tmp/m1" 127.0.0.1:$exp_port/metrics
+  [ -n "$epid" ] && curl -fs -o "$tmp/m1" 127.0.0.1:$exp_port/metrics
   stop_tracer "$epid" TERM; epid=""
-  [ $use_helper = 1 ] && [ -f "$tmp/h.out" ] && sed '1,/^ready$/d' "$tmp/h.out" > "$tmp/m1"
   if [ $exp_inst_ours = 1 ] && [ -e "$EI" ]; then
     echo "$name: our exporter left its instance behind; removing it" >&2; rmdir "$EI"
   fi
@@ -557,8 +514,7 @@ for m in "${modes[@]}"; do
 done
 echo
 echo "- tracer us/ev: CPU (all threads and processes of the tracer) from ready to its exit (workload, ${DRAIN_S} s drain," \
-  "stop and teardown), per event it got; exporter: minus the off exporter's $(awk -v c="$(med off 2)" 'BEGIN {printf "%.1f", c / 1e6}') ms" \
-  "$([ $use_helper = 1 ] && echo "(none with the collector helper: off runs no process)")."
+  "stop and teardown), per event it got; exporter: minus the off exporter's $(awk -v c="$(med off 2)" 'BEGIN {printf "%.1f", c / 1e6}') ms."
 echo "- marginal us: the same minus the tracer's own empty session (same length, no workload; medians:$(for m in "${modes[@]}"; do
   [ "$m" = off ] || printf ' %s %.1f ms' "$m" "$(awk -v c="$(ecpu "$m")" 'BEGIN {print c / 1e6}')"; done))."
 echo "- reader us/ev: the exporter's reader thread alone (memcg_trace_reader_cpu_seconds_total)."
@@ -566,7 +522,6 @@ echo "- wl sys us/ev: the workload's extra sys time vs off, per event: the in-ke
   "(where bpftrace's aggregation runs); noisy on a shared machine."
 echo "- stall s: reclaim stall sum the tracer reports (exporter: its histogram _sum for the memcg; bpftrace: sum of end-begin," \
   "all pids); PSI some s: the memcg's memory.pressure (cgroup2 group of the same name)."
-[ $use_helper = 1 ] && echo "- exporter: the vmscan collector in $helper (instance ${EI##*/}): another exporter held \"memcg_exporter\"."
 [ -n "$tc_changes" ] && { echo; echo "trace-cmd changed top-level tracefs state / mounts (undone after each run):"; printf '%s' "$tc_changes" | sort -u | sed 's/^/    /'; }
 [ -s "$tmp/bt.last" ] && { echo; echo "bpftrace (last run) counts and stall sum:"; grep -E '^@(n|stall_sum_ns|stall_count)' "$tmp/bt.last" | sed 's/^/    /'; }
 

@@ -27,7 +27,7 @@ class VmscanCollector : public Collector {
   explicit VmscanCollector(const CollectorConfig& cfg) {
     tracing::TracerOptions o;
     o.session.tracefs_path = cfg.tracefsPath;
-    o.session.instance_name = tracing::collectorInstanceName();
+    o.session.instance_name = cfg.vmscanInstance;
     o.procfs = cfg.procfsRoot;
     o.lru_detail = cfg.vmscanLruDetail;
     o.shrink_slab = cfg.vmscanShrinkSlab;

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "tracing/tracefs_session.h"
 
 namespace memcg {
 namespace {
@@ -90,6 +91,19 @@ const std::vector<Flag>& flagTable() {
        "per shrinker call, the most frequent vmscan events).",
        true, [](Options& o, const std::string& v) { o.collector.vmscanShrinkSlab = v == "true"; },
        "false"},
+      {"collector.vmscan.instance",
+       "vmscan collector: name of its tracefs instance (must start with memcg_exporter). A "
+       "stale instance of this name is removed at start: give a second exporter on the same "
+       "host its own name.",
+       false,
+       [](Options& o, const std::string& v) {
+         if (!tracing::isValidInstanceName(v))
+           throw std::invalid_argument(
+               "--collector.vmscan.instance must start with memcg_exporter and contain no "
+               "'/' or spaces, got \"" + v + "\"");
+         o.collector.vmscanInstance = v;
+       },
+       "memcg_exporter"},
       {"collector.vmscan.locks",
        "vmscan collector: also trace kernel lock contention (lock:contention_*), the cgroup "
        "rstat flush lock and memcg stat flushes. Thousands of events per second under "

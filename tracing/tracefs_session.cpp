@@ -73,10 +73,9 @@ struct TracefsSession::Cpu {
 };
 
 Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOptions& opts) {
-  if (opts.instance_name.rfind(kInstancePrefix, 0) != 0 ||
-      opts.instance_name.find('/') != std::string::npos) {
+  if (!isValidInstanceName(opts.instance_name)) {
     return makeError(EINVAL, opts.instance_name,
-                     "instance name must start with memcg_exporter and contain no '/'");
+                     "instance name must start with memcg_exporter and contain no '/' or spaces");
   }
   std::unique_ptr<TracefsSession> s(new TracefsSession());
   s->opts_ = opts;

@@ -39,6 +39,15 @@ struct memcg_tfs_instance;
 namespace memcg::tracing {
 
 inline constexpr std::string_view kInstancePrefix = "memcg_exporter";
+/// An instance name we may create and remove: starts with kInstancePrefix,
+/// one path component, printable.
+inline bool isValidInstanceName(std::string_view name) {
+  if (!name.starts_with(kInstancePrefix) || name.size() > 255) return false;
+  for (char c : name) {
+    if (c == '/' || c <= ' ' || c == 0x7f) return false;
+  }
+  return true;
+}
 
 struct SessionOptions {
   /// tracefs mount point; empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing.

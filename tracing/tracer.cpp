@@ -188,18 +188,7 @@ TraceSnapshot Tracer::snapshot() const {
 namespace {
 std::mutex g_active_mu;
 std::shared_ptr<Tracer> g_active;
-std::string g_collector_instance(kInstancePrefix);
 }  // namespace
-
-void setCollectorInstanceName(std::string name) {
-  std::lock_guard<std::mutex> g(g_active_mu);
-  g_collector_instance = std::move(name);
-}
-
-std::string collectorInstanceName() {
-  std::lock_guard<std::mutex> g(g_active_mu);
-  return g_collector_instance;
-}
 
 std::shared_ptr<Tracer> activeTracer() {
   std::lock_guard<std::mutex> g(g_active_mu);

@@ -140,12 +140,6 @@ class Tracer : private RecordSink {
 /// Whether `opts` wants the detail event `t` (true for the other events).
 bool scanEventWanted(EventType t, const TracerOptions& opts);
 
-/// Instance name of the tracer the vmscan collector starts (default
-/// "memcg_exporter"). Live tests set a memcg_exporter_test_* name before
-/// making the collector, so they never replace a running exporter's instance.
-void setCollectorInstanceName(std::string name);
-std::string collectorInstanceName();
-
 /// The process's running tracer, published by the vmscan collector
 /// (collectors/vmscan.cpp) for the parts that read or feed the same session:
 /// the reclaim report API (snapshot()) and the controller

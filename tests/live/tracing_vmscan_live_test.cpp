@@ -62,8 +62,8 @@ Scraped scrape(Collector& c, Discovery& d) {
 TEST(VmscanCollectorLive, DownWhenTracingCannotStart) {
   // No root needed: a procfs without /proc/cgroups stops the tracer before
   // it touches tracefs.
-  setCollectorInstanceName(uniq("vmscan_down", 1));
   CollectorConfig cfg;
+  cfg.vmscanInstance = uniq("vmscan_down", 1);
   cfg.procfsRoot = "/nonexistent/memcg_exporter_test_proc";
   auto c = makeVmscanCollector(cfg);
   ASSERT_NE(c, nullptr);
@@ -100,7 +100,7 @@ TEST(VmscanCollectorLive, ReclaimCountMatchesIndependentCount) {
   DataFile file("/var/tmp/" + uniq("file", 20), 256 * kMiB);
   ASSERT_TRUE(file.ok) << "cannot write " << file.path;
 
-  setCollectorInstanceName(uniq("vmscan", 20));
+  cfg.vmscanInstance = uniq("vmscan", 20);
   auto collector = makeVmscanCollector(cfg);
   ASSERT_NE(activeTracer(), nullptr) << "tracer did not start (see the warn log)";
   Scraped before = scrape(*collector, discovery);

@@ -49,6 +49,15 @@ TEST(Flags, VmscanDetailEventsAreOffUntilAsked) {
   EXPECT_THROW(parse({"--collector.vmscan.shrink-slab=yes"}), std::invalid_argument);
 }
 
+TEST(Flags, VmscanInstanceNameIsCheckedAtParse) {
+  EXPECT_EQ(parse({}).collector.vmscanInstance, "memcg_exporter");
+  EXPECT_EQ(parse({"--collector.vmscan.instance=memcg_exporter_b"}).collector.vmscanInstance,
+            "memcg_exporter_b");
+  EXPECT_THROW(parse({"--collector.vmscan.instance=other"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--collector.vmscan.instance=memcg_exporter/../x"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--collector.vmscan.instance=memcg_exporter x"}), std::invalid_argument);
+}
+
 TEST(Flags, VmscanLockProbesOffByDefault) {
   Options d = parse({});
   EXPECT_FALSE(d.collector.vmscanLocks);

@@ -59,6 +59,10 @@ struct SessionOptions {
   /// Ring buffer per CPU, KiB. 8 MiB holds ~200k vmscan events per CPU, i.e.
   /// >= 1 s of a heavy reclaim storm between two polls.
   size_t buffer_kb_per_cpu = 8192;
+  /// Sub-buffer size asked of the kernel (buffer_subbuf_size_kb, 6.8+; older
+  /// kernels keep one page). One read() returns one sub-buffer, so larger
+  /// ones mean fewer system calls per event; 0 keeps the kernel's default.
+  size_t subbuf_kb = 16;
   std::chrono::milliseconds poll_interval{200};
   /// The instance's trace_clock. "mono" (CLOCK_MONOTONIC, 4.1+) lets user
   /// space place its own actions on the events' time line (proactive

@@ -164,6 +164,7 @@ TEST_F(TracingLive, IdleReaderIsCheap) {
 TEST_F(TracingLive, TinyBufferReportsLostEvents) {
   TracerOptions o = options(3);
   o.session.buffer_kb_per_cpu = 4;                            // one page per CPU
+  o.session.subbuf_kb = 0;  // keep one-page sub-buffers, or the kernel rounds the buffer up
   o.session.poll_interval = std::chrono::milliseconds(2000);  // let it overflow
   o.only_events = {EventType::kMemcgReclaimBegin, EventType::kMemcgReclaimEnd,
                    EventType::kLruShrinkInactive};

@@ -69,8 +69,10 @@ struct SessionOptions {
   /// episodes, aggregator.h); if the kernel refuses it the default "local"
   /// stays (traceClock() says which).
   std::string trace_clock = "mono";
-  /// Upper bound on sub-buffers read from one CPU per round (bounds memory).
-  size_t max_subbufs_per_cpu_round = 512;
+  /// Upper bound on bytes read from one CPU per round (bounds the reader's
+  /// buffer, which becomes resident as rounds fill it); a CPU with more
+  /// waiting is read again at once.
+  size_t max_bytes_per_cpu_round = 2 << 20;
 };
 
 /// Receives records in timestamp order on the reader thread.

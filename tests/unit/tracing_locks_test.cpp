@@ -12,6 +12,7 @@
 
 #include "common/file.h"
 #include "metrics/text_format.h"
+#include "tests/support/promtool.h"
 #include "tracing/aggregator.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
@@ -572,22 +573,7 @@ TEST(LockMetrics, PassesPromtool) {
   GTEST_SKIP() << "promtool not found at configure time";
 #else
   metrics::Sink sink;
-  std::string t = render(reportSnapshot(), sink);
-  char path[] = "/tmp/memcg_exporter_test_lockpromXXXXXX";
-  int fd = ::mkstemp(path);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::write(fd, t.data(), t.size()), static_cast<ssize_t>(t.size()));
-  ::close(fd);
-  std::string cmd = std::string(MEMCG_PROMTOOL) + " check metrics < " + path + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int st = ::pclose(p);
-  ::unlink(path);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
-  EXPECT_EQ(out, "") << out;
+  EXPECT_TRUE(memcg::testing::promtoolCheck(MEMCG_PROMTOOL, render(reportSnapshot(), sink)));
 #endif
 }
 

@@ -28,6 +28,7 @@
 #include "common/file.h"
 #include "common/parse.h"
 #include "tracing/aggregator.h"
+#include "tracing/tracer.h"
 
 namespace memcg::tracing::live {
 
@@ -226,6 +227,20 @@ inline const CgroupTraceStats* findCgroup(const TraceSnapshot& s, const std::str
 inline std::string uniq(const char* what, int n) {
   return std::string("memcg_exporter_test_") + what + "_" + std::to_string(::getpid()) +
          "_" + std::to_string(n);
+}
+
+/// Tracer options for the live tests: an instance of our own (uniq(what, n)),
+/// 16 MiB per CPU so nothing is lost, a 100 ms poll, and the v1 memory
+/// hierarchy LiveEnv checked (the exporter takes it from discovery; see
+/// tracing_vmscan_live_test.cpp).
+inline TracerOptions liveTracerOptions(const char* what, int n) {
+  TracerOptions o;
+  o.session.instance_name = uniq(what, n);
+  o.session.buffer_kb_per_cpu = 16384;
+  o.session.poll_interval = std::chrono::milliseconds(100);
+  o.memory_root = kMemcgRoot;
+  o.memory_v2 = false;
+  return o;
 }
 
 }  // namespace memcg::tracing::live

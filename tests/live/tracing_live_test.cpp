@@ -26,15 +26,7 @@ class TracingLive : public ::testing::Test {
     if (!skipReason.empty()) GTEST_SKIP() << skipReason;
   }
   TracerOptions options(int n) {
-    TracerOptions o;
-    o.session.instance_name = uniq("tracer", n);
-    o.session.buffer_kb_per_cpu = 16384;
-    o.session.poll_interval = std::chrono::milliseconds(100);
-    // LiveEnv checked the v1 memory hierarchy is here (the exporter takes it
-    // from discovery; see tracing_vmscan_live_test.cpp).
-    o.memory_root = kMemcgRoot;
-    o.memory_v2 = false;
-    return o;
+    return liveTracerOptions("tracer", n);
   }
 };
 

@@ -39,13 +39,7 @@ class LocksLive : public ::testing::Test {
     if (!skipReason.empty()) GTEST_SKIP() << skipReason;
   }
   TracerOptions options(int n) {
-    TracerOptions o;
-    o.session.instance_name = uniq("locks", n);
-    o.session.buffer_kb_per_cpu = 16384;
-    o.session.poll_interval = std::chrono::milliseconds(100);
-    o.memory_root = kMemcgRoot;
-    o.memory_v2 = false;
-    return o;
+    return liveTracerOptions("locks", n);
   }
 };
 

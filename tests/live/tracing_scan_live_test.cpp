@@ -36,12 +36,7 @@ class TracingScanLive : public ::testing::Test {
     if (!skipReason.empty()) GTEST_SKIP() << skipReason;
   }
   TracerOptions options(int n) {
-    TracerOptions o;
-    o.session.instance_name = uniq("tracer_scan", n);
-    o.session.buffer_kb_per_cpu = 16384;
-    o.session.poll_interval = std::chrono::milliseconds(100);
-    o.memory_root = kMemcgRoot;
-    o.memory_v2 = false;
+    TracerOptions o = liveTracerOptions("tracer_scan", n);
     o.lru_detail = true;
     o.shrink_slab = true;
     return o;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/trace_records.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
 
@@ -28,35 +29,11 @@ constexpr uint16_t kIdAttach = 538;
 constexpr uint16_t kIdFork = 366;
 constexpr uint16_t kIdExit = 369;
 
-struct Rec {
-  std::vector<uint8_t> b;
-  explicit Rec(size_t n, uint16_t id, int32_t pid) : b(n, 0) {
-    put(0, id, 2);
-    put(4, static_cast<uint32_t>(pid), 4);
-  }
-  Rec& put(size_t off, uint64_t v, size_t size) {
-    std::memcpy(b.data() + off, &v, size);  // little endian host
-    return *this;
-  }
-};
+using Rec = memcg::testing::RawRecord;
 
-class DecoderTest : public ::testing::Test {
+class DecoderTest : public memcg::testing::FormatFixtureTest {
  protected:
-  void SetUp() override {
-    auto f = EventFormats::load(kFixtures);
-    ASSERT_TRUE(f.ok()) << f.error().message();
-    formats_ = std::make_unique<EventFormats>(std::move(f.value()));
-    auto d = Decoder::create(*formats_);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    dec_ = std::make_unique<Decoder>(std::move(d.value()));
-  }
-  Event decode(const Rec& r, uint64_t ts = 1000) {
-    Event e;
-    EXPECT_TRUE(dec_->decode(r.b.data(), static_cast<uint32_t>(r.b.size()), ts, e));
-    return e;
-  }
-  std::unique_ptr<EventFormats> formats_;
-  std::unique_ptr<Decoder> dec_;
+  DecoderTest() : FormatFixtureTest(kFixtures) {}
 };
 
 TEST_F(DecoderTest, AllFixtureEventsSupported) {

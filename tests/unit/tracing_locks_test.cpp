@@ -13,6 +13,7 @@
 #include "common/file.h"
 #include "metrics/text_format.h"
 #include "tests/support/promtool.h"
+#include "tests/support/trace_records.h"
 #include "tracing/aggregator.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
@@ -31,35 +32,11 @@ const std::string kKallsyms = kFixtures + "/../kallsyms/kallsyms";
 constexpr uint16_t kIdBegin = 408, kIdEnd = 407, kIdContended = 534, kIdLocked = 533,
                    kIdUnlock = 532, kIdFlush = 760, kIdStack = 4;
 
-struct Rec {
-  std::vector<uint8_t> b;
-  Rec(size_t n, uint16_t id, int32_t pid) : b(n, 0) {
-    put(0, id, 2);
-    put(4, static_cast<uint32_t>(pid), 4);
-  }
-  Rec& put(size_t off, uint64_t v, size_t size) {
-    std::memcpy(b.data() + off, &v, size);
-    return *this;
-  }
-};
+using Rec = memcg::testing::RawRecord;
 
-class LockDecoderTest : public ::testing::Test {
+class LockDecoderTest : public memcg::testing::FormatFixtureTest {
  protected:
-  void SetUp() override {
-    auto f = EventFormats::load(kFixtures);
-    ASSERT_TRUE(f.ok()) << f.error().message();
-    formats_ = std::make_unique<EventFormats>(std::move(f.value()));
-    auto d = Decoder::create(*formats_);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    dec_ = std::make_unique<Decoder>(std::move(d.value()));
-  }
-  Event decode(const Rec& r) {
-    Event e;
-    EXPECT_TRUE(dec_->decode(r.b.data(), static_cast<uint32_t>(r.b.size()), 77, e));
-    return e;
-  }
-  std::unique_ptr<EventFormats> formats_;
-  std::unique_ptr<Decoder> dec_;
+  LockDecoderTest() : FormatFixtureTest(kFixtures) {}
 };
 
 TEST_F(LockDecoderTest, AllLockEventsFromFixtures) {

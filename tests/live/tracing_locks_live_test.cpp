@@ -20,7 +20,9 @@
 //    without a locked), memcg_flush_stats (flushed + skipped).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 #include "tests/live/tracing_live_support.h"
 #include "tests/support/stream_workload.h"
@@ -133,7 +135,9 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
   }
   const bool has_flush =
       ::access((ref.dir + "/events/memcg/memcg_flush_stats").c_str(), F_OK) == 0;
-  if (has_flush) ASSERT_TRUE(ref.enable("memcg", "memcg_flush_stats"));
+  if (has_flush) {
+    ASSERT_TRUE(ref.enable("memcg", "memcg_flush_stats"));
+  }
 
   memcg::testing::LoopFs fs("/var/tmp/" + uniq("locks_fs", 2), 2048);
   ASSERT_TRUE(fs.ok()) << "cannot make and loop-mount an ext4 image in /var/tmp";
@@ -162,8 +166,21 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
   const std::string marker_a = uniq("marker_a", 2), marker_b = uniq("marker_b", 2);
   ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", marker_a));
   auto t0 = std::chrono::steady_clock::now();
+  // Reading memory.stat flushes the cgroup's pending stat updates through
+  // the rstat lock (memcg_flush_stats, cgroup_rstat_*): do it while the
+  // writers run, so the window has flushes even when the periodic flusher's
+  // 2 s tick falls outside it.
+  std::atomic<bool> done{false};
+  std::thread stat_reader([&] {
+    while (!done.load()) {
+      for (const auto& c : cgs) (void)readWholeFile(c->path + "/memory.stat");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   for (auto& k : kids) k->start();
   for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+  done = true;
+  stat_reader.join();
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", marker_b));
@@ -213,7 +230,9 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
   // Sampling is bounded: at most N stacks per interval (+1 interval at the edges).
   const double intervals = secs / 0.5 + 3;
   EXPECT_LE(static_cast<double>(l.stacks_sampled), 16 * intervals);
-  if (ab.ends > 100) EXPECT_GT(l.stacks_sampled, 0u);
+  if (ab.ends > 100) {
+    EXPECT_GT(l.stacks_sampled, 0u);
+  }
 
   // The report names sampled callers with /proc/kallsyms (root sees addresses).
   const Kallsyms* syms = processKallsyms("/proc");

@@ -55,34 +55,47 @@ check "protect with a wrong token: 403" [ "$(post protect "$body" wrong)" = 403 
 check "protect the root: 403" [ "$(post protect '{"cgroup":"/","start_margin_bytes":1,"target_margin_bytes":2}' s3cret-token)" = 403 ]
 check "protect outside the allow-list: 403" [ "$(post protect '{"cgroup":"/memcg_exporter_test_other_'$$'","start_margin_bytes":67108864,"target_margin_bytes":134217728}' s3cret-token)" = 403 ]
 check "protect bad JSON: 400" [ "$(post protect '{"cgroup":' s3cret-token)" = 400 ]
-check "protect: 200" [ "$(post protect "$body" s3cret-token)" = 200 ]
-check "state lists it" bash -c "curl -fsS -H 'Authorization: Bearer s3cret-token' $url/state | grep -q '$label'"
-check "metrics: one protected cgroup" bash -c "curl -fsS http://127.0.0.1:$port/metrics | grep -q '^memcg_controller_protected_cgroups 1'"
-
-# A workload 4x the limit: the controller keeps the margin, the workload's own
-# limit hits (failcnt) stay near zero, and the other cgroup is never written.
+# The workload: a file 4x the limit, read once without protection (the
+# baseline, in this same run: how fast the reader charges depends on the
+# machine's disk) and once protected. Protection must cut the workload's own
+# limit hits (failcnt) and its own traced limit reclaim sharply, and the other
+# cgroup is never written.
 dd if=/dev/zero of="$tmp/file" bs=1M count=1024 status=none && sync
-python3 - "$tmp/file" <<'PY' 2>/dev/null || true
+stream() {  # drop the file from the page cache, then cat it inside $cg
+  python3 - "$tmp/file" <<'PY' 2>/dev/null || true
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)
 PY
+  sh -c "echo \$\$ > $cg/cgroup.procs; exec cat $tmp/file > /dev/null"
+  sleep 0.5  # the trace reader polls
+}
+sample() { curl -fsS http://127.0.0.1:$port/metrics | awk -v m="$1" '$1==m {print $2+0}'; }
+own_metric="memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"memcg\"}"
 other_before=$(cat "$other/memory.limit_in_bytes")
-sh -c "echo \$\$ > $cg/cgroup.procs; exec cat $tmp/file > /dev/null"
-sleep 0.5
-failcnt=$(cat "$cg/memory.failcnt")
-echo "workload failcnt with protection: $failcnt"
+stream
+fail_off=$(cat "$cg/memory.failcnt")
+own_off=$(sample "$own_metric")
+
+check "protect: 200" [ "$(post protect "$body" s3cret-token)" = 200 ]
+check "state lists it" bash -c "curl -fsS -H 'Authorization: Bearer s3cret-token' $url/state | grep -q '$label'"
+check "metrics: one protected cgroup" bash -c "curl -fsS http://127.0.0.1:$port/metrics | grep -q '^memcg_controller_protected_cgroups 1'"
+stream
+fail_on=$(( $(cat "$cg/memory.failcnt") - fail_off ))
+own_on=$(( $(sample "$own_metric")+0 - ${own_off:-0} ))
+echo "workload limit hits (failcnt): unprotected $fail_off, protected $fail_on"
 check "controller acted" bash -c "curl -fsS http://127.0.0.1:$port/metrics | grep -E '^memcg_controller_actions_total\{.*result=\"ok\"' | grep -qv ' 0$'"
-check "workload's own limit hits stay low (<= 8): $failcnt" [ "$failcnt" -le 8 ]
-# The tracer sees the workload's own limit reclaim (kind="memcg"): near zero
-# when protected. (The controller's nudges are traced under its own tid and
-# counted as kind="proactive" in the exporter's cgroup, not the target's.)
-sample() { curl -fsS http://127.0.0.1:$port/metrics | awk -v m="$1" '$1==m {print $2}'; }
-sleep 0.5  # the trace reader polls
-proactive=$(sample "memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"proactive\"}")
-own=$(sample "memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"memcg\"}")
-echo "traced reclaim in $label: controller (proactive) ${proactive:-0}, workload (memcg) ${own:-0}"
+# A sharp drop: at most a fifth of the baseline's hits. The baseline must be
+# large enough for that to mean something.
+check "baseline: the unprotected workload hits its limit (>= 40): $fail_off" [ "$fail_off" -ge 40 ]
+check "protected: limit hits drop sharply ($fail_on * 5 <= $fail_off)" [ $((fail_on * 5)) -le "$fail_off" ]
+# The tracer sees the workload's own limit reclaim (kind="memcg"); the
+# controller's nudges are charged to the target as kind="proactive".
 if [ "$(sample memcg_trace_up)" = 1 ]; then
-  check "tracer: the workload's own memcg reclaim stays low (<= 8): ${own:-0}" [ "${own:-0}" -le 8 ]
+  proactive=$(sample "memcg_vmscan_reclaim_total{cgroup=\"$label\",kind=\"proactive\"}")
+  echo "traced reclaim in $label: workload (memcg) unprotected ${own_off:-0}, protected $own_on; controller (proactive) ${proactive:-0}"
+  check "tracer: the unprotected workload reclaims itself (>= 40): ${own_off:-0}" [ "${own_off:-0}" -ge 40 ]
+  check "tracer: protected, its own reclaim drops sharply ($own_on * 5 <= ${own_off:-0})" [ $((own_on * 5)) -le "${own_off:-0}" ]
+  check "tracer: the controller's reclaim is charged to the target (> 0): ${proactive:-0}" [ "${proactive:-0}" -gt 0 ]
 fi
 check "limit restored to the original" [ "$(cat $cg/memory.limit_in_bytes)" = "$limit" ]
 check "other cgroup's limit untouched" [ "$(cat $other/memory.limit_in_bytes)" = "$other_before" ]

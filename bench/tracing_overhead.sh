@@ -21,8 +21,9 @@
 #  - tracer CPU: from when the tracer is ready to its exit (workload, a drain
 #    wait DRAIN_S, stop and teardown): its total CPU and its descendants'
 #    (wait4 rusage, via a wrapper) minus the CPU of its threads and processes
-#    at ready (sum_exec_runtime from /proc/PID/task/*/schedstat). Start-up
-#    (format loading, bpftrace's compile) is not counted; the teardown is:
+#    at ready (sum_exec_runtime from /proc/PID/task/*/schedstat), after a
+#    warm-up of WARM_PASSES workload passes (not bpftrace). Start-up
+#    (format loading, bpftrace's compile, warm-up) is not counted; the teardown is:
 #    trace-cmd reads its buffers only when they are half full or at stop.
 #    Exporter: minus the median of the "off" exporter (same binary,
 #    --no-collector.vmscan). "marginal": minus the same tracer's own empty
@@ -48,6 +49,7 @@
 #        (root, cgroup v1 memory; bpftrace and trace-cmd: scripts/deps.sh bench)
 # env:   LIMIT_MIB=64 FILE_MIB=256 PASSES=4   the main workload
 #        STORM_READERS=4 STORM_LIMIT_MIB=8 STORM_FILE_MIB=64 STORM_PASSES=48 (~4 s: a 1 s storm adds ~12 ms of per-run start/stop to ~110k events)
+#        WARM_PASSES=1 (workload passes each tracer but bpftrace sees before its measured window, empty sessions too; 0: cold)
 #        IDLE_S=10 (0: no idle figure)  STORM_RUNS=runs (0: no storm)  DRAIN_S=0.6  TC_SLEEP_US= (trace-cmd -s; empty: its default)
 #        MODES="off exporter bpftrace trace-cmd"
 #        EVENTS="sys:event[=filter] ..." (default: those the exporter enables)
@@ -62,6 +64,7 @@ LIMIT_MIB=${LIMIT_MIB:-64}; FILE_MIB=${FILE_MIB:-256}; PASSES=${PASSES:-4}
 STORM_READERS=${STORM_READERS:-4}; STORM_LIMIT_MIB=${STORM_LIMIT_MIB:-8}
 STORM_FILE_MIB=${STORM_FILE_MIB:-64}; STORM_PASSES=${STORM_PASSES:-48}
 IDLE_S=${IDLE_S:-10}; DRAIN_S=${DRAIN_S:-0.6}; TC_SLEEP_US=${TC_SLEEP_US:-}
+WARM_PASSES=${WARM_PASSES:-1}
 MODES=${MODES:-"off exporter bpftrace trace-cmd"}
 name=tracing_overhead
 MEMCG=/sys/fs/cgroup/memory
@@ -328,9 +331,7 @@ tc_changes=""
 
 # run MODE -> $result = "events tracer_cpu_ns reader_cpu_ns user_s sys_s wall_s failcnt pgpgout psi_us stall_s lost"
 run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that long]
-  local mode=$1 empty=${2:-} c0 e0=0 e1=0 rc0=0 rc1=0 lost=0 stall=0 out sid="" w
-  echo 0 > "$cg/memory.failcnt"
-  local pg0 ps0; pg0=$(awk '$1 == "pgpgout" {print $2}' "$cg/memory.stat"); ps0=$(psi_us)
+  local mode=$1 empty=${2:-} c0 e0=0 e1=0 rc0=0 rc1=0 lost=0 stall=0 out sid="" w pg0 ps0
   case $mode in
     off | exporter)
       start_exporter "$([ $mode = exporter ] && echo on || echo off)"; sid=$epid
@@ -353,6 +354,22 @@ run_mode() {  # run_mode MODE [EMPTY_S: no workload, the tracer alone for that l
       sleep 0.3
       e0=$(inst_events $T/instances/$tc_inst) ;;
   esac
+  # Warm-up: the exporter is a daemon, so what counts is its steady state,
+  # not the first touch of its read buffers and tables (page faults cost
+  # ~10 us each on this VM). Not for bpftrace: its maps count from attach
+  # and it has no per-event user-space work to warm.
+  if [ "$WARM_PASSES" -gt 0 ] && [ $mode != bpftrace ]; then
+    $PY "$tmp/runner.py" --drop "$tmp/mnt/file" -- \
+      "$cg/cgroup.procs:@read $tmp/mnt/file $WARM_PASSES" > /dev/null || { echo "warm-up failed" >&2; exit 1; }
+    sleep "$DRAIN_S"
+    case $mode in
+      exporter) curl -fs -o "$tmp/m0" 127.0.0.1:$exp_port/metrics
+        rc0=$(metric memcg_trace_reader_cpu_seconds_total "$tmp/m0"); e0=$(inst_events "$EI") ;;
+      trace-cmd) e0=$(inst_events $T/instances/$tc_inst) ;;
+    esac
+  fi
+  echo 0 > "$cg/memory.failcnt"
+  pg0=$(awk '$1 == "pgpgout" {print $2}' "$cg/memory.stat"); ps0=$(psi_us)
   c0=$(cpu_ns "$sid")
   if [ -n "$empty" ]; then
     sleep "$empty"; out="0 0 $empty"
@@ -513,6 +530,7 @@ for m in "${modes[@]}"; do
     "$(fmt "$r5" 3)" "$(fmt "$r6" 3)" "${M[$m,11]}"
 done
 echo
+echo "- warm-up: $WARM_PASSES workload pass(es) with each tracer (not bpftrace) before its measured window (WARM_PASSES=0: cold)."
 echo "- tracer us/ev: CPU (all threads and processes of the tracer) from ready to its exit (workload, ${DRAIN_S} s drain," \
   "stop and teardown), per event it got; exporter: minus the off exporter's $(awk -v c="$(med off 2)" 'BEGIN {printf "%.1f", c / 1e6}') ms."
 echo "- marginal us: the same minus the tracer's own empty session (same length, no workload; medians:$(for m in "${modes[@]}"; do

@@ -83,6 +83,9 @@ stream
 fail_on=$(( $(cat "$cg/memory.failcnt") - fail_off ))
 own_on=$(( $(sample "$own_metric")+0 - ${own_off:-0} ))
 echo "workload limit hits (failcnt): unprotected $fail_off, protected $fail_on"
+# For the log: a controller held back by its CPU or rate budget leaves the
+# workload to reclaim for itself.
+curl -fsS http://127.0.0.1:$port/metrics | grep -E '^memcg_controller_(throttled_total|actions_total)' | grep -v ' 0$'
 check "controller acted" bash -c "curl -fsS http://127.0.0.1:$port/metrics | grep -E '^memcg_controller_actions_total\{.*result=\"ok\"' | grep -qv ' 0$'"
 # A sharp drop: at most a fifth of the baseline's hits. The baseline must be
 # large enough for that to mean something.

@@ -42,6 +42,8 @@ struct CollectorConfig {
   bool vmscanLocks = false;
   /// vmscan: sampled lock callers (--collector.vmscan.lock-callers; implies locks).
   bool vmscanLockCallers = false;
+  /// vmscan: raw kernel addresses in /api/v1/locks (--collector.vmscan.lock-addresses).
+  bool vmscanLockAddresses = false;
   /// vmscan: name of the exporter's tracefs instance (--collector.vmscan.instance).
   /// A stale instance of this name is removed at start, so two exporters on
   /// one host (or tests beside a running exporter) need different names.

@@ -36,6 +36,7 @@ class VmscanCollector : public Collector {
     o.memory_v2 = cfg.layout.mode == CgroupMode::kV2;
     o.locks = cfg.vmscanLocks || cfg.vmscanLockCallers;
     o.lock_callers = cfg.vmscanLockCallers;
+    o.lock_addresses = cfg.vmscanLockAddresses;
     auto t = tracing::Tracer::start(o);
     if (!t.ok()) {
       down_ = t.error();

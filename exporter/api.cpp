@@ -145,7 +145,9 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
         snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
             ? nullptr
             : tracing::processKallsyms(tracer->procfs());
-    return {200, tracing::lockReport(snap.locks, syms).dump()};
+    return {200, tracing::lockReport(snap.locks, syms, tracing::processLockIds(),
+                                     tracer->lockAddresses())
+                     .dump()};
   }
   return error(404, "no such endpoint: /api/v1" + path);
 }

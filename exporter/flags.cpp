@@ -117,6 +117,13 @@ const std::vector<Flag>& flagTable() {
        true,
        [](Options& o, const std::string& v) { o.collector.vmscanLockCallers = v == "true"; },
        "false"},
+      {"collector.vmscan.lock-addresses",
+       "vmscan collector: show raw kernel addresses in /api/v1/locks (each lock's \"addr\", "
+       "hex for stack frames /proc/kallsyms cannot name). Off because the API has no "
+       "authentication and kernel addresses defeat KASLR; without it locks get opaque ids.",
+       true,
+       [](Options& o, const std::string& v) { o.collector.vmscanLockAddresses = v == "true"; },
+       "false"},
       {"collector.disable-defaults", "Disable all collectors not enabled explicitly.", true,
        [](Options& o, const std::string& v) { o.disableDefaults = v == "true"; }, "false"},
       {"controller.enable",

@@ -130,7 +130,28 @@ void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink) {
   }
 }
 
-nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms) {
+std::string LockIds::id(uint64_t addr) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (auto it = index_.find(addr); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return "lock-" + std::to_string(it->second->second);
+  }
+  if (index_.size() >= capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  lru_.emplace_front(addr, next_++);
+  index_[addr] = lru_.begin();
+  return "lock-" + std::to_string(lru_.front().second);
+}
+
+size_t LockIds::size() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return index_.size();
+}
+
+nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& ids,
+                          bool addresses) {
   using nlohmann::json;
   const bool sym = syms && syms->usable();
   json out = {{"enabled", s.enabled},
@@ -155,17 +176,20 @@ nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms) {
   out["cgroups"] = std::move(cgroups);
   json locks = json::array();
   for (const TopLock& l : s.top_locks) {
-    json row = {{"addr", hexAddr(l.addr)},
+    json row = {{"id", ids.id(l.addr)},
                 {"kind", lockKindName(l.kind)},
                 {"count", l.count},
                 {"wait_seconds", static_cast<double>(l.wait_ns) * 1e-9}};
     std::optional<std::string> name = sym ? syms->symbolizeData(l.addr) : std::nullopt;
     row["symbol"] = name ? json(*name) : json(nullptr);
+    if (addresses) row["addr"] = hexAddr(l.addr);
     locks.push_back(std::move(row));
   }
   out["top_locks"] = std::move(locks);
   out["other_locks"] = {{"count", s.other_locks.count},
                         {"wait_seconds", static_cast<double>(s.other_locks.wait_ns) * 1e-9}};
+  // Unnamed frames: raw text addresses only when asked (KASLR).
+  auto unnamed = [addresses](uint64_t a) { return addresses ? hexAddr(a) : std::string("?"); };
   json callers = json::array();
   for (const TopStack& st : s.top_stacks) {
     json frames = json::array();
@@ -176,9 +200,9 @@ nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms) {
         if (top && name && isTracingFrame(*name)) continue;
         top = false;
         auto full = syms->symbolizeText(a);
-        frames.push_back(full ? *full : hexAddr(a));
+        frames.push_back(full ? *full : unnamed(a));
       } else {
-        frames.push_back(hexAddr(a));
+        frames.push_back(unnamed(a));
       }
     }
     callers.push_back(
@@ -188,6 +212,11 @@ nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms) {
   out["callers_sampled"] = s.stacks_sampled;
   out["callers_other"] = s.stacks_other;
   return out;
+}
+
+LockIds& processLockIds() {
+  static LockIds ids;
+  return ids;
 }
 
 const Kallsyms* processKallsyms(const std::string& procfs) {

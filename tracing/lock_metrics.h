@@ -16,12 +16,21 @@
 // addresses): they are in the JSON report only (GET /api/v1/locks), top
 // kTopLocks / kTopStacks plus an "other" row, symbolised with /proc/kallsyms
 // when it shows addresses (lock_symbols.h: static locks need
-// CONFIG_KALLSYMS_ALL), hex otherwise. Kernel addresses defeat KASLR for
-// whoever can read the API: expose it only where /proc/kallsyms could be read.
+// CONFIG_KALLSYMS_ALL). The API has no authentication and raw kernel
+// addresses defeat KASLR, so by default the report holds none: a lock is
+// named by its symbol ("name+0xoff": the offset is relative) and an opaque
+// LockIds id, and a frame that cannot be symbolised is "?". Raw hex ("addr"
+// on each lock row, hex frames) only with --collector.vmscan.lock-addresses
+// (for looking a heap lock up with drgn/crash).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "metrics/metric.h"
@@ -35,15 +44,43 @@ std::vector<const metrics::Desc*> lockMetricDescs();
 /// Writes the lock samples of `s` (nothing if !s.enabled).
 void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink);
 
-/// The JSON report: {"enabled", "callers", "node": {kind: {...}},
+/// Opaque ids for lock addresses: "lock-1", "lock-2", ... in order of first
+/// sight, never reused, so a dashboard can follow one lock across reports
+/// without learning its address. The same address keeps its id while it is
+/// among the `capacity` most recently looked-up addresses; beyond that the
+/// least recently looked-up address is forgotten (a later sighting gets a
+/// new id). Thread-safe.
+class LockIds {
+ public:
+  static constexpr size_t kCapacity = 4096;
+  explicit LockIds(size_t capacity = kCapacity) : capacity_(capacity ? capacity : 1) {}
+  std::string id(uint64_t addr);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t capacity_;
+  uint64_t next_ = 1;
+  std::list<std::pair<uint64_t, uint64_t>> lru_;  // (addr, id), most recent first
+  std::unordered_map<uint64_t, std::list<std::pair<uint64_t, uint64_t>>::iterator> index_;
+};
+
+/// The JSON report: {"enabled", "callers_enabled", "symbols", "node": {kind: {...}},
 /// "cgroups": [{"cgroup", "rstat": {...}, "contention": {kind: {...}}}],
-/// "top_locks": [{"addr", "symbol", "kind", "count", "wait_seconds"}],
+/// "top_locks": [{"id", "symbol", "kind", "count", "wait_seconds"}],
 /// "other_locks": {...}, "callers": [{"count", "kind", "frames": [...]}],
 /// "callers_sampled", "callers_other", "unpaired_ends", "nested_begins"}.
-/// `syms` may be null or unusable: addresses are then hex only. Frames of the
-/// tracing machinery itself (trace_event_raw_*, __traceiter_*, __trace_*) are
-/// dropped from the top of each stack when symbols are known.
-nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms);
+/// `id` comes from `ids`; `symbol` is null when unknown. Frames that cannot
+/// be named are "?". With `addresses` each lock row also has "addr" (hex) and
+/// unnamed frames are hex. `syms` may be null or unusable: nothing is named
+/// then. Frames of the tracing machinery itself (trace_event_raw_*,
+/// __traceiter_*, __trace_*) are dropped from the top of each stack when
+/// symbols are known.
+nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& ids,
+                          bool addresses = false);
+
+/// The process's LockIds for /api/v1/locks (ids stable for the process's life).
+LockIds& processLockIds();
 
 /// /proc/kallsyms of `procfs`, read once per process on first use (callers'
 /// thread); nullptr if it cannot be read.

@@ -88,6 +88,7 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
                 std::find(t->enabled_.begin(), t->enabled_.end(),
                           EventType::kLockContentionBegin) != t->enabled_.end();
   t->procfs_ = opts.procfs;
+  t->lock_addresses_ = opts.lock_addresses;
   t->caller_samples_ = std::max(1u, opts.lock_caller_samples);
   t->caller_interval_ = opts.lock_caller_interval;
   if (t->callers_) t->armCallerTrigger();

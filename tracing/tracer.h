@@ -92,6 +92,8 @@ struct TracerOptions {
   bool locks = false;
   /// Sampled callers of lock contentions (implies locks).
   bool lock_callers = false;
+  /// Raw kernel addresses in the lock report (lock_metrics.h); off: KASLR.
+  bool lock_addresses = false;
   unsigned lock_caller_samples = 64;  ///< stacks per interval at most
   std::chrono::milliseconds lock_caller_interval{1000};
   /// Only these events if non-empty (tests); overrides the switches above.
@@ -113,6 +115,8 @@ class Tracer : private RecordSink {
   const std::vector<EventType>& enabledEvents() const { return enabled_; }
   /// procfs the tracer reads (for /proc/kallsyms in lock reports).
   const std::string& procfs() const { return procfs_; }
+  /// Whether lock reports may show raw kernel addresses (TracerOptions).
+  bool lockAddresses() const { return lock_addresses_; }
 
  private:
   Tracer() = default;
@@ -131,6 +135,7 @@ class Tracer : private RecordSink {
   std::atomic<uint64_t> decode_errors_{0};
   bool locks_ = false;
   std::string procfs_;
+  bool lock_addresses_ = false;
   std::atomic<bool> callers_{false};
   unsigned caller_samples_ = 0;
   std::chrono::milliseconds caller_interval_{1000};

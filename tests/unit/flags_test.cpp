@@ -62,6 +62,7 @@ TEST(Flags, VmscanLockProbesOffByDefault) {
   Options d = parse({});
   EXPECT_FALSE(d.collector.vmscanLocks);
   EXPECT_FALSE(d.collector.vmscanLockCallers);
+  EXPECT_FALSE(d.collector.vmscanLockAddresses);
   Options o = parse({"--collector.vmscan.locks", "--collector.vmscan.lock-callers=true"});
   EXPECT_TRUE(o.collector.vmscanLocks);
   EXPECT_TRUE(o.collector.vmscanLockCallers);
@@ -71,6 +72,12 @@ TEST(Flags, VmscanLockProbesOffByDefault) {
   auto on = o.enabledCollectors();
   EXPECT_EQ(std::count(on.begin(), on.end(), "vmscan"), 1);
   EXPECT_THROW(parse({"--collector.vmscan.locks=yes"}), std::invalid_argument);
+  // Raw kernel addresses in /api/v1/locks: a separate opt-in, not implied by the others.
+  EXPECT_FALSE(o.collector.vmscanLockAddresses);
+  EXPECT_TRUE(parse({"--collector.vmscan.lock-addresses"}).collector.vmscanLockAddresses);
+  EXPECT_FALSE(parse({"--collector.vmscan.lock-addresses", "--no-collector.vmscan.lock-addresses"})
+                   .collector.vmscanLockAddresses);
+  EXPECT_NE(usage().find("--collector.vmscan.lock-addresses"), std::string::npos);
 }
 
 TEST(Flags, DisableDefaultsThenEnableOne) {

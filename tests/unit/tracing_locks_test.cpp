@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "common/file.h"
 #include "metrics/text_format.h"
@@ -485,31 +486,128 @@ LockSnapshot reportSnapshot() {
   return s;
 }
 
-TEST(LockReport, SymbolisedWithKallsyms) {
+Kallsyms fixtureKallsyms() {
   auto text = readWholeFile(kKallsyms);
-  ASSERT_TRUE(text.ok());
-  Kallsyms k = Kallsyms::parse(*text, 1);
-  nlohmann::json j = lockReport(reportSnapshot(), &k);
+  EXPECT_TRUE(text.ok());
+  return Kallsyms::parse(text.ok() ? *text : std::string(), 1);
+}
+
+TEST(LockReport, SymbolisedWithKallsyms) {
+  Kallsyms k = fixtureKallsyms();
+  LockIds ids;
+  nlohmann::json j = lockReport(reportSnapshot(), &k, ids);
   EXPECT_EQ(j["top_locks"][0]["symbol"], "cgroup_mutex");
-  EXPECT_EQ(j["top_locks"][0]["addr"], "0xffffffff82c41a40");
+  EXPECT_EQ(j["top_locks"][0]["id"], "lock-1");
+  EXPECT_EQ(j["top_locks"][1]["id"], "lock-2");
   EXPECT_TRUE(j["top_locks"][1]["symbol"].is_null());  // heap lock
   EXPECT_EQ(j["other_locks"]["count"], 7);
-  // The tracing frame on top is dropped; unknown frames stay hex.
+  // The tracing frame on top is dropped; unknown frames are "?".
   EXPECT_EQ(j["callers"][0]["frames"],
-            (nlohmann::json{"rwsem_down_write_slowpath+0x52", "down_write",
-                            "0xffff888000000000"}));
+            (nlohmann::json{"rwsem_down_write_slowpath+0x52", "down_write", "?"}));
   EXPECT_EQ(j["callers"][0]["kind"], "rwsem_write");
   EXPECT_EQ(j["callers_sampled"], 9);
   EXPECT_EQ(j["node"]["spinlock"]["count"], 5);
   EXPECT_EQ(j["cgroups"][0]["rstat"]["flushes_skipped"], 4);
 }
 
-TEST(LockReport, HexWithoutSymbols) {
-  nlohmann::json j = lockReport(reportSnapshot(), nullptr);
-  EXPECT_FALSE(j["symbols"].get<bool>());
-  EXPECT_TRUE(j["top_locks"][0]["symbol"].is_null());
-  EXPECT_EQ(j["callers"][0]["frames"].size(), 4u);
-  EXPECT_EQ(j["callers"][0]["frames"][0], "0xffffffff813e9551");
+// Every address of reportSnapshot(), as hex digits with and without "0x".
+std::vector<std::string> snapshotAddresses() {
+  LockSnapshot s = reportSnapshot();
+  std::vector<uint64_t> all;
+  for (const TopLock& l : s.top_locks) all.push_back(l.addr);
+  for (const TopStack& st : s.top_stacks) all.insert(all.end(), st.frames.begin(), st.frames.end());
+  std::vector<std::string> out;
+  for (uint64_t a : all) out.push_back(hexAddr(a).substr(2));
+  return out;
+}
+
+TEST(LockReport, NoKernelAddressesByDefault) {
+  Kallsyms k = fixtureKallsyms();
+  LockIds ids;
+  for (const Kallsyms* syms : std::vector<const Kallsyms*>{nullptr, &k}) {
+    nlohmann::json j = lockReport(reportSnapshot(), syms, ids);
+    const std::string text = j.dump();
+    for (const auto& row : j["top_locks"]) EXPECT_FALSE(row.contains("addr")) << row;
+    for (const std::string& a : snapshotAddresses()) {
+      EXPECT_EQ(text.find(a), std::string::npos) << a << " in " << text;
+    }
+    if (!syms) {
+      // Nothing named: no hex at all ("name+0xoff" offsets only come with symbols).
+      EXPECT_EQ(text.find("0x"), std::string::npos) << text;
+      EXPECT_EQ(j["callers"][0]["frames"], (nlohmann::json{"?", "?", "?", "?"}));
+    }
+  }
+}
+
+TEST(LockReport, AddressesOnlyWhenAsked) {
+  Kallsyms k = fixtureKallsyms();
+  LockIds ids;
+  nlohmann::json j = lockReport(reportSnapshot(), &k, ids, /*addresses=*/true);
+  EXPECT_EQ(j["top_locks"][0]["addr"], "0xffffffff82c41a40");
+  EXPECT_EQ(j["top_locks"][1]["addr"], "0xffff888000001000");
+  EXPECT_EQ(j["top_locks"][0]["id"], "lock-1");  // ids stay, for dashboards
+  EXPECT_EQ(j["callers"][0]["frames"],
+            (nlohmann::json{"rwsem_down_write_slowpath+0x52", "down_write",
+                            "0xffff888000000000"}));
+
+  nlohmann::json h = lockReport(reportSnapshot(), nullptr, ids, true);
+  EXPECT_FALSE(h["symbols"].get<bool>());
+  EXPECT_TRUE(h["top_locks"][0]["symbol"].is_null());
+  EXPECT_EQ(h["callers"][0]["frames"].size(), 4u);
+  EXPECT_EQ(h["callers"][0]["frames"][0], "0xffffffff813e9551");
+}
+
+TEST(LockReport, IdsStableAcrossReports) {
+  LockIds ids;
+  LockSnapshot a = reportSnapshot();
+  nlohmann::json j1 = lockReport(a, nullptr, ids);
+  // The next report ranks the locks the other way round and adds a third.
+  LockSnapshot b = a;
+  std::swap(b.top_locks[0], b.top_locks[1]);
+  b.top_locks.push_back({0xffff888000002000ull, LockKind::kMutex, 1, 10});
+  nlohmann::json j2 = lockReport(b, nullptr, ids);
+  EXPECT_EQ(j2["top_locks"][0]["id"], j1["top_locks"][1]["id"]);
+  EXPECT_EQ(j2["top_locks"][1]["id"], j1["top_locks"][0]["id"]);
+  EXPECT_NE(j1["top_locks"][0]["id"], j1["top_locks"][1]["id"]);
+  EXPECT_EQ(j2["top_locks"][2]["id"], "lock-3");
+  // Another LockIds (another process) numbers from 1 again: ids are not the address.
+  LockIds other;
+  EXPECT_EQ(lockReport(b, nullptr, other)["top_locks"][0]["id"], "lock-1");
+}
+
+TEST(LockIds, BoundedLeastRecentlyUsedFirstOut) {
+  LockIds ids(3);
+  EXPECT_EQ(ids.id(0xa000), "lock-1");
+  EXPECT_EQ(ids.id(0xb000), "lock-2");
+  EXPECT_EQ(ids.id(0xc000), "lock-3");
+  EXPECT_EQ(ids.id(0xa000), "lock-1");  // a is now the most recent; b the least
+  EXPECT_EQ(ids.id(0xd000), "lock-4");  // full: b is forgotten
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids.id(0xa000), "lock-1");
+  EXPECT_EQ(ids.id(0xc000), "lock-3");
+  EXPECT_EQ(ids.id(0xd000), "lock-4");
+  EXPECT_EQ(ids.id(0xb000), "lock-5");  // back: a new id, never an old one reused
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_EQ(LockIds::kCapacity, 4096u);
+  LockIds big;
+  for (uint64_t a = 0; a < LockIds::kCapacity + 10; ++a) big.id(0xffff888000000000ull + a * 64);
+  EXPECT_EQ(big.size(), LockIds::kCapacity);
+  EXPECT_EQ(big.id(0xffff888000000000ull), "lock-" + std::to_string(LockIds::kCapacity + 11));
+}
+
+TEST(LockIds, ConcurrentCallersAgree) {
+  LockIds ids;
+  std::vector<std::string> seen(4);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      for (uint64_t a = 0; a < 1000; ++a) ids.id(0x1000 + a);
+      seen[t] = ids.id(0x1000 + 500);
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ids.size(), 1000u);
+  for (const auto& s : seen) EXPECT_EQ(s, seen[0]);
 }
 
 std::string render(const LockSnapshot& l, metrics::Sink& sink) {

@@ -80,7 +80,8 @@ check_on() {
   fi
   expect_metric locks_on_no_decode_errors "${S}" memcg_trace_decode_errors_total 0
   if timeout 30 wget -q -O /tmp/locks_api.json "${URL}/api/v1/locks" 2>/dev/null &&
-    grep -q '"enabled":true' /tmp/locks_api.json; then
+    grep -q '"enabled":true' /tmp/locks_api.json &&
+    ! grep -q '"addr"' /tmp/locks_api.json; then
     mt_pass locks_on_api
   else
     mt_fail locks_on_api "GET /api/v1/locks: $(head -c 200 /tmp/locks_api.json 2>/dev/null)"

@@ -56,7 +56,8 @@ const std::vector<Flag>& flagTable() {
        "/proc"},
       {"path.tracefs",
        "tracefs mount point (empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing; "
-       "mounted if missing).",
+       "if tracefs is not mounted: mounted at the given path, or without one privately, "
+       "visible to no other process).",
        false, [](Options& o, const std::string& v) { o.collector.tracefsPath = v; }, ""},
       {"cgroup.include", "Regex of cgroup paths to export (whole match, e.g. \"/kubepods.*\").",
        false, [](Options& o, const std::string& v) { o.discovery.include = v; }, ".*"},

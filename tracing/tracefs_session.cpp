@@ -84,20 +84,24 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   std::unique_ptr<TracefsSession> s(new TracefsSession());
   s->opts_ = opts;
 
-  // 1. Find or mount tracefs.
+  // 1. Find or mount tracefs, then hold its root by a file descriptor and
+  // reach everything through /proc/self/fd/N: someone else unmounting the
+  // visible path (another exporter that mounted it, an admin) cannot take the
+  // instance away from under us or stop us removing it.
   std::vector<std::string> candidates;
   if (!opts.tracefs_path.empty()) {
     candidates.push_back(opts.tracefs_path);
   } else {
     candidates = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
   }
+  std::string found;
   for (const auto& c : candidates) {
     if (isTracefs(c)) {
-      s->root_ = c;
+      found = c;
       break;
     }
   }
-  if (s->root_.empty()) {
+  if (found.empty()) {
     const std::string target = candidates.front();
     if (!tracefsSupported()) {
       return makeError(ENODEV, target, "kernel has no tracefs (CONFIG_TRACING off?)");
@@ -105,45 +109,71 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     if (!opts.mount_if_missing) {
       return makeError(ENOENT, target, "tracefs is not mounted (mounting disabled)");
     }
-    if (::mount("nodev", target.c_str(), "tracefs", 0, nullptr) != 0) {
-      return makeError(errno, target,
-                       "tracefs is not mounted and mounting it failed "
-                       "(needs root/CAP_SYS_ADMIN; or mount it and pass its path)");
+    if (opts.tracefs_path.empty()) {
+      // Nobody asked for a place: a detached mount (5.2+) that no other
+      // process sees and that goes away with the descriptor, even on a crash.
+      int fsfd = ::fsopen("tracefs", FSOPEN_CLOEXEC);
+      if (fsfd >= 0) {
+        if (::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) {
+          s->root_fd_.reset(::fsmount(fsfd, FSMOUNT_CLOEXEC, 0));
+        }
+        ::close(fsfd);
+      }
+      if (s->root_fd_.valid()) {
+        s->mounted_by_us_ = true;
+        s->private_mount_ = true;
+        found = "tracefs(private mount)";
+        log::info("mounted tracefs privately (not visible to other processes)");
+      }
     }
-    s->root_ = target;
-    s->mounted_by_us_ = true;
-    log::info("mounted tracefs", "path=" + log::quote(target));
+    if (!s->root_fd_.valid()) {
+      if (::mount("nodev", target.c_str(), "tracefs", 0, nullptr) != 0) {
+        return makeError(errno, target,
+                         "tracefs is not mounted and mounting it failed "
+                         "(needs root/CAP_SYS_ADMIN; or mount it and pass its path)");
+      }
+      s->mounted_by_us_ = true;
+      found = target;
+      log::info("mounted tracefs", "path=" + log::quote(target));
+    }
   }
+  s->display_root_ = found;
+  if (!s->root_fd_.valid()) {
+    s->root_fd_.reset(::open(found.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!s->root_fd_.valid()) return makeError(errno, found, "open tracefs");
+  }
+  s->root_ = "/proc/self/fd/" + std::to_string(s->root_fd_.get());
   memcg_tfs_set_tracing_dir(s->root_.c_str());
 
   // 2. Our instance; a leftover of ours (same name) is removed first.
+  // inst_path is for the file operations, instance_dir_ for messages.
   const std::string& name = opts.instance_name;
   const std::string inst_path = s->root_ + "/instances/" + name;
+  s->instance_dir_ = s->display_root_ + "/instances/" + name;
   if (::access((s->root_ + "/instances").c_str(), W_OK) != 0) {
-    return makeError(errno == ENOENT ? ENOENT : EACCES, s->root_ + "/instances",
+    return makeError(errno == ENOENT ? ENOENT : EACCES, s->display_root_ + "/instances",
                      "cannot create a tracefs instance (needs root)");
   }
   struct stat st {};
   if (::stat(inst_path.c_str(), &st) == 0) {
-    log::warn("removing stale tracefs instance", "path=" + log::quote(inst_path));
+    log::warn("removing stale tracefs instance", "path=" + log::quote(s->instance_dir_));
     if (memcg_tfs_instance_destroy_by_name(name.c_str()) != 0) {
-      return makeError(errno, inst_path,
+      return makeError(errno, s->instance_dir_,
                        errno == EBUSY ? "instance in use (another exporter running?)"
                                       : "cannot remove stale instance");
     }
   }
   int is_new = 0;
   s->instance_ = memcg_tfs_instance_create(name.c_str(), &is_new);
-  if (!s->instance_) return makeError(errno ? errno : EIO, inst_path, "create instance");
+  if (!s->instance_) return makeError(errno ? errno : EIO, s->instance_dir_, "create instance");
   if (!is_new) {
     memcg_tfs_instance_free(s->instance_);
     s->instance_ = nullptr;
-    return makeError(EEXIST, inst_path, "instance appeared concurrently");
+    return makeError(EEXIST, s->instance_dir_, "instance appeared concurrently");
   }
-  s->instance_dir_ = inst_path;
   // From here on the destructor removes the instance on any failure.
   if (memcg_tfs_instance_file_write(s->instance_, "tracing_on", "0") != 0) {
-    return makeError(errno, inst_path + "/tracing_on", "write 0");
+    return makeError(errno, s->instance_dir_ + "/tracing_on", "write 0");
   }
   if (!opts.trace_clock.empty() && opts.trace_clock != s->clock_) {
     if (memcg_tfs_instance_file_write(s->instance_, "trace_clock", opts.trace_clock.c_str()) == 0) {
@@ -154,7 +184,7 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     }
   }
   if (memcg_tfs_set_buffer_size_kb(s->instance_, opts.buffer_kb_per_cpu) != 0) {
-    return makeError(errno, inst_path + "/buffer_size_kb", "set buffer size");
+    return makeError(errno, s->instance_dir_ + "/buffer_size_kb", "set buffer size");
   }
   if (opts.subbuf_kb > 0 && ::access((inst_path + "/buffer_subbuf_size_kb").c_str(), W_OK) == 0) {
     // Best effort: a kernel that refuses keeps its size, read back below.
@@ -171,7 +201,7 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   // 3. Per-CPU raw pipes, kept open for the session's life.
   const std::string per_cpu = inst_path + "/per_cpu";
   DIR* d = ::opendir(per_cpu.c_str());
-  if (!d) return makeError(errno, per_cpu, "opendir");
+  if (!d) return makeError(errno, s->instance_dir_ + "/per_cpu", "opendir");
   std::vector<int> cpu_ids;
   while (dirent* de = ::readdir(d)) {
     if (std::strncmp(de->d_name, "cpu", 3) != 0) continue;
@@ -183,18 +213,19 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     auto c = std::make_unique<Cpu>();
     c->cpu = id;
     const std::string base = per_cpu + "/cpu" + std::to_string(id);
+    const std::string shown = s->instance_dir_ + "/per_cpu/cpu" + std::to_string(id);
     c->pipe.reset(
         ::open((base + "/trace_pipe_raw").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (!c->pipe.valid()) {
       if (errno == ENODEV || errno == ENOENT) continue;  // offline CPU
-      return makeError(errno, base + "/trace_pipe_raw", "open");
+      return makeError(errno, shown + "/trace_pipe_raw", "open");
     }
     c->stats.reset(::open((base + "/stats").c_str(), O_RDONLY | O_CLOEXEC));
     c->kb = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
-    if (!c->kb) return makeError(ENOMEM, base, "kbuffer_alloc");
+    if (!c->kb) return makeError(ENOMEM, shown, "kbuffer_alloc");
     s->cpus_.push_back(std::move(c));
   }
-  if (s->cpus_.empty()) return makeError(ENOENT, per_cpu, "no readable CPU buffers");
+  if (s->cpus_.empty()) return makeError(ENOENT, s->instance_dir_ + "/per_cpu", "no readable CPU buffers");
   return s;
 }
 
@@ -211,9 +242,11 @@ TracefsSession::~TracefsSession() {
     memcg_tfs_instance_free(instance_);
     instance_ = nullptr;
   }
-  if (mounted_by_us_) {
-    if (::umount2(root_.c_str(), MNT_DETACH) != 0) {
-      log::warn("could not unmount tracefs", "path=" + log::quote(root_));
+  // A private mount goes with its descriptor; a visible one is unmounted.
+  root_fd_.reset();
+  if (mounted_by_us_ && !private_mount_) {
+    if (::umount2(display_root_.c_str(), MNT_DETACH) != 0) {
+      log::warn("could not unmount tracefs", "path=" + log::quote(display_root_));
     }
   }
 }

@@ -2,8 +2,13 @@
 //
 // Kernel interface (Documentation/trace/ftrace.rst):
 //  - tracefs, mounted at /sys/kernel/tracing or /sys/kernel/debug/tracing
-//    (found via statfs magic TRACEFS_MAGIC); mounted by us at
-//    /sys/kernel/tracing (or the given path) when absent, and unmounted on exit;
+//    (found via statfs magic TRACEFS_MAGIC). When it is not mounted: at the
+//    given path if one was given, else a private detached mount (fsopen/
+//    fsmount, 5.2+) that no other process sees and that goes with its
+//    descriptor even on a crash, else at /sys/kernel/tracing; what we mounted
+//    visibly is unmounted on exit. Either way the root is held by a
+//    descriptor and reached as /proc/self/fd/N, so another process
+//    unmounting the visible path cannot take our instance away;
 //  - instances/<name>/: our own buffer (never the top-level one), created by
 //    mkdir and removed by rmdir (EBUSY while any of its files is open). The
 //    name must start with "memcg_exporter"; an instance of that exact name
@@ -52,7 +57,8 @@ inline bool isValidInstanceName(std::string_view name) {
 struct SessionOptions {
   /// tracefs mount point; empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing.
   std::string tracefs_path;
-  /// If tracefs is not mounted, mount it (at tracefs_path or /sys/kernel/tracing).
+  /// If tracefs is not mounted, mount it (at tracefs_path; without one, a
+  /// private detached mount, else /sys/kernel/tracing).
   bool mount_if_missing = true;
   /// Instance name; must start with kInstancePrefix.
   std::string instance_name = std::string(kInstancePrefix);
@@ -106,11 +112,16 @@ class TracefsSession {
   TracefsSession(const TracefsSession&) = delete;
   TracefsSession& operator=(const TracefsSession&) = delete;
 
-  /// The tracefs root in use (load event formats from it).
+  /// The tracefs root in use, as a path valid in this process only
+  /// (/proc/self/fd/N): load event formats from it.
   const std::string& tracefsRoot() const { return root_; }
-  /// The instance directory (…/instances/<name>).
+  /// Where tracefs is for people: its mount point, or "tracefs(private mount)".
+  const std::string& displayRoot() const { return display_root_; }
+  /// The instance directory under displayRoot() (…/instances/<name>), for messages.
   const std::string& instanceDir() const { return instance_dir_; }
   bool mountedByUs() const { return mounted_by_us_; }
+  /// Mounted by us, detached: visible to no other process.
+  bool privateMount() const { return private_mount_; }
   /// The instance's trace_clock in use ("mono", or "local" if unchangeable).
   const std::string& traceClock() const { return clock_; }
 
@@ -135,9 +146,12 @@ class TracefsSession {
   bool drainRound(bool final_round);
   void refreshLost();
 
-  std::string root_;
-  std::string instance_dir_;
+  Fd root_fd_;                // tracefs root (O_PATH, or the detached mount)
+  std::string root_;          // "/proc/self/fd/<root_fd_>"
+  std::string display_root_;  // mount point, or "tracefs(private mount)"
+  std::string instance_dir_;  // display_root_ + "/instances/<name>"
   bool mounted_by_us_ = false;
+  bool private_mount_ = false;
   std::string clock_ = "local";
   memcg_tfs_instance* instance_ = nullptr;
   size_t subbuf_size_ = 4096;

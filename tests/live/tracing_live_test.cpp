@@ -12,6 +12,9 @@
 // removed also when an assertion fails (RAII guards).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <functional>
+
 #include "tests/live/tracing_live_support.h"
 #include "tracing/tracer.h"
 
@@ -230,6 +233,112 @@ TEST_F(TracingLive, MountsTracefsWhereAskedAndUnmounts) {
   }
   EXPECT_FALSE(isTracefs(mnt));
   ::rmdir(mnt.c_str());
+}
+
+// The next two run in a forked child: they rearrange mounts in a private
+// mount namespace, which must not leak into the other tests. The child
+// reports through its exit code (and stderr); the parent asserts on it.
+// (The process is single-threaded here: earlier tracers are joined.)
+int inChild(const std::function<int()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 99;
+    if (::unshare(CLONE_NEWNS) == 0 &&
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+      rc = body();
+    } else {
+      std::fprintf(stderr, "child: private mount namespace: %s\n", strerror(errno));
+    }
+    std::fflush(nullptr);
+    ::_exit(rc);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Whether instances/<name> exists, seen through a fresh detached tracefs
+// mount (the instance lives in the one tracefs superblock, whatever is
+// mounted where). A leftover is removed so a failing test leaves nothing.
+bool instanceLeft(const std::string& name) {
+  int fsfd = ::fsopen("tracefs", FSOPEN_CLOEXEC);
+  if (fsfd < 0) return false;
+  int mfd = -1;
+  if (::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) {
+    mfd = ::fsmount(fsfd, FSMOUNT_CLOEXEC, 0);
+  }
+  ::close(fsfd);
+  if (mfd < 0) return false;
+  const std::string rel = "instances/" + name;
+  bool left = ::faccessat(mfd, rel.c_str(), F_OK, 0) == 0;
+  if (left) ::unlinkat(mfd, rel.c_str(), AT_REMOVEDIR);
+  ::close(mfd);
+  return left;
+}
+
+// No tracefs mounted and no path given: the session mounts tracefs privately
+// (detached, invisible to every other process), traces, and leaves neither a
+// mount nor its instance behind.
+TEST_F(TracingLive, PrivateMountWhenTracefsIsAbsent) {
+  const TracerOptions o = options(8);
+  int rc = inChild([&] {
+    for (const char* p : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+      for (int i = 0; i < 8 && isTracefs(p); ++i) ::umount2(p, MNT_DETACH);
+      if (isTracefs(p)) return 2;
+    }
+    {
+      auto t = Tracer::start(o);
+      if (!t.ok()) {
+        std::fprintf(stderr, "child: start: %s\n", t.error().message().c_str());
+        return 3;
+      }
+      const TracefsSession& s = (*t)->session();
+      std::printf("[ live ] private mount: root %s, instance %s\n", s.tracefsRoot().c_str(),
+                  s.instanceDir().c_str());
+      if (!s.mountedByUs() || !s.privateMount()) return 4;
+      if (isTracefs(kTracefs)) return 5;  // nothing visible was mounted
+      if (::access((s.tracefsRoot() + "/instances/" + o.session.instance_name).c_str(), F_OK))
+        return 6;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (!(*t)->snapshot().running) return 7;
+    }
+    if (isTracefs(kTracefs)) return 8;
+    return instanceLeft(o.session.instance_name) ? 9 : 0;
+  });
+  EXPECT_EQ(rc, 0) << "2: tracefs still mounted, 3: start failed, 4: not a private mount, "
+                      "5: a visible mount appeared, 6: no instance, 7: reader stopped, "
+                      "8: mount left, 9: instance left behind";
+}
+
+// Someone unmounts the tracefs we are using (another exporter that mounted
+// it, an admin): the session keeps reading through its descriptor and still
+// removes its instance at the end.
+TEST_F(TracingLive, SurvivesTracefsUnmountedUnderIt) {
+  const TracerOptions base = options(9);
+  const std::string mnt = "/var/tmp/" + uniq("tfs", 9);
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0700), 0) << strerror(errno);
+  int rc = inChild([&] {
+    if (::mount("nodev", mnt.c_str(), "tracefs", 0, nullptr) != 0) return 2;
+    TracerOptions o = base;
+    o.session.tracefs_path = mnt;
+    {
+      auto t = Tracer::start(o);
+      if (!t.ok()) {
+        std::fprintf(stderr, "child: start: %s\n", t.error().message().c_str());
+        ::umount2(mnt.c_str(), MNT_DETACH);
+        return 3;
+      }
+      if ((*t)->session().mountedByUs()) return 4;
+      if (::umount2(mnt.c_str(), MNT_DETACH) != 0) return 5;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (!(*t)->snapshot().running) return 6;
+    }
+    return instanceLeft(o.session.instance_name) ? 7 : 0;
+  });
+  ::rmdir(mnt.c_str());
+  EXPECT_EQ(rc, 0) << "2: mount failed, 3: start failed, 4: claimed the mount, 5: umount "
+                      "failed, 6: reader stopped, 7: instance left behind";
 }
 
 }  // namespace

@@ -402,19 +402,29 @@ bool TracefsSession::drainRound(bool final_round) {
   };
   // Merge phase: oldest record first across CPUs, so a task's begin/end on
   // two CPUs, fork before first use and exit after last use stay in order.
+  // A min-heap of the CPUs that have records this round: O(log k) per record
+  // for k such CPUs, not a scan of every CPU of the machine per record.
+  auto later = [](const Cpu* a, const Cpu* b) { return a->ts > b->ts; };
+  heap_.clear();
+  for (auto& c : cpus_) {
+    if (c->data) heap_.push_back(c.get());
+  }
+  std::make_heap(heap_.begin(), heap_.end(), later);
   uint64_t n = 0;
-  for (;;) {
-    Cpu* best = nullptr;
-    for (auto& c : cpus_) {
-      if (c->data && (!best || c->ts < best->ts)) best = c.get();
-    }
-    if (!best) break;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    Cpu* best = heap_.back();
     int size = kbuffer_event_size(best->kb);
     if (size > 0 && sink_) {
       sink_->onRecord(best->data, static_cast<uint32_t>(size), best->ts, best->cpu);
     }
     ++n;
     advance(*best);
+    if (best->data) {
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    } else {
+      heap_.pop_back();
+    }
   }
   records_.fetch_add(n, std::memory_order_relaxed);
   rounds_.fetch_add(1, std::memory_order_relaxed);

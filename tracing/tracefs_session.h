@@ -157,6 +157,7 @@ class TracefsSession {
   size_t subbuf_size_ = 4096;
   SessionOptions opts_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
+  std::vector<Cpu*> heap_;  // drainRound's merge: CPUs with records, oldest on top
   RecordSink* sink_ = nullptr;
 
   std::thread thread_;

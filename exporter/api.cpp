@@ -55,7 +55,13 @@ std::optional<double> parseDuration(std::string_view s) {
   }
   auto n = parseU64(s.substr(0, s.size() - 1));
   if (!n || *n == 0) return std::nullopt;
-  return static_cast<double>(*n) * unit;
+  // The window becomes steady_clock ticks (int64 ns, ~292 years): a longer
+  // one would overflow that conversion (undefined behaviour). Any window
+  // longer than the kept history means the oldest baseline anyway.
+  constexpr double kMaxSeconds = 1e9;  // ~31 years
+  const double secs = static_cast<double>(*n) * unit;
+  if (secs > kMaxSeconds) return std::nullopt;
+  return secs;
 }
 
 std::string queryParam(const std::string& query, const std::string& name) {

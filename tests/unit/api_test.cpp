@@ -56,6 +56,11 @@ TEST(Api, ReclaimReportNeedsTracing) {
   EXPECT_EQ(api::parseDuration("30s"), 30);
   EXPECT_FALSE(api::parseDuration("5 minutes"));
   EXPECT_FALSE(api::parseDuration("0s"));
+  // Beyond what steady_clock's int64 ns hold: the conversion would be UB.
+  EXPECT_EQ(api::parseDuration("1000000000s"), 1e9);
+  EXPECT_FALSE(api::parseDuration("1000000001s"));
+  EXPECT_FALSE(api::parseDuration("9999999999h"));
+  EXPECT_FALSE(api::parseDuration("18446744073709551615h"));
 }
 
 // Paths, query values and cgroup names are bytes, not UTF-8: the reply must

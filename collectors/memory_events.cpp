@@ -63,6 +63,8 @@ class EventsFile {
         content, cg.dir->path() + "/" + std::string(cgroupfs::fileName(file_)),
         [&](std::string_view key, uint64_t v) {
           auto it = byKey_.find(key);
+          // A key that cannot be part of a metric name (no kernel writes one): skip it.
+          if (it == byKey_.end() && !metrics::isValidMetricName(nameOf(key))) return;
           const metrics::Desc* d =
               it != byKey_.end()
                   ? it->second

@@ -257,6 +257,8 @@ class MemoryStatCollector : public Collector {
     }
     std::string name = std::string(kPrefix) + (hier ? "hierarchical_" : "") + std::string(bare) +
                        (events ? "_total" : "_bytes");
+    // No kernel writes a key that cannot be part of a metric name: skip it.
+    if (!metrics::isValidMetricName(name)) return;
     std::string help = "memory.stat " + std::string(key) + " (a key this exporter does not know; " +
                        (events ? "taken as an event count)." : "taken as bytes).");
     const metrics::Desc& d = sink.own(events ? cgroupCounter(name, help) : cgroupGauge(name, help));

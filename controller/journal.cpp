@@ -71,7 +71,16 @@ Result<std::unique_ptr<Journal>> Journal::open(const std::string& path) {
       j->pending_.erase(seq);
       continue;
     }
-    if (v["op"] != "lower") {
+    // A field of another type is as unreadable as a torn line (json::value()
+    // would throw, and the journal is read at every start).
+    auto is = [&](const char* k, bool (nlohmann::json::*type)() const noexcept) {
+      return !v.contains(k) || (v[k].*type)();
+    };
+    using J = nlohmann::json;
+    if (v["op"] != "lower" || !is("cgroup", &J::is_string) || !is("dir", &J::is_string) ||
+        !is("inode", &J::is_number_unsigned) || !is("original", &J::is_number_unsigned) ||
+        !is("original_unlimited", &J::is_boolean) ||
+        !is("lowered", &J::is_number_unsigned) || !is("ts_ms", &J::is_number_integer)) {
       ++j->skipped_;
       continue;
     }

@@ -14,8 +14,16 @@ namespace {
 
 using nlohmann::json;
 
+/// Serialises a reply. Strings here can hold any bytes: the request's path
+/// and query (URL-decoded), cgroup directory names, task comms. The default
+/// dump() throws on invalid UTF-8, and an exception out of a civetweb handler
+/// terminates the process; invalid bytes become U+FFFD instead.
+std::string dumpJson(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Response error(int status, const std::string& why) {
-  return {status, json{{"error", why}}.dump()};
+  return {status, dumpJson(json{{"error", why}})};
 }
 
 std::string_view typeName(metrics::Type t) {
@@ -47,7 +55,13 @@ std::optional<double> parseDuration(std::string_view s) {
   }
   auto n = parseU64(s.substr(0, s.size() - 1));
   if (!n || *n == 0) return std::nullopt;
-  return static_cast<double>(*n) * unit;
+  // The window becomes steady_clock ticks (int64 ns, ~292 years): a longer
+  // one would overflow that conversion (undefined behaviour). Any window
+  // longer than the kept history means the oldest baseline anyway.
+  constexpr double kMaxSeconds = 1e9;  // ~31 years
+  const double secs = static_cast<double>(*n) * unit;
+  if (secs > kMaxSeconds) return std::nullopt;
+  return secs;
 }
 
 std::string queryParam(const std::string& query, const std::string& name) {
@@ -87,10 +101,10 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
         list.push_back({{"cgroup", c.path}, {"id", c.inode}, {"depth", c.depth}});
       }
     }
-    return {200, json{{"mode", std::string(modeName(scraper.discovery().layout().mode))},
-                      {"cgroups", list},
-                      {"dropped", tree ? tree->dropped : 0}}
-                     .dump()};
+    return {200, dumpJson(json{
+                     {"mode", std::string(modeName(scraper.discovery().layout().mode))},
+                     {"cgroups", list},
+                     {"dropped", tree ? tree->dropped : 0}})};
   }
   if (path == "/metrics") {
     json list = json::array();
@@ -100,7 +114,7 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
                       {"type", std::string(typeName(d->type))},
                       {"labels", d->labels}});
     }
-    return {200, json{{"metrics", list}}.dump()};
+    return {200, dumpJson(json{{"metrics", list}})};
   }
   if (path == "/delays") {
     std::string cg = queryParam(query, "cgroup");
@@ -115,7 +129,7 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
       return table.error().gone() ? error(404, "cgroup " + cg + " is gone")
                                   : error(503, table.error().message());
     }
-    return {200, table->dump()};
+    return {200, dumpJson(*table)};
   }
   if (path == "/reclaim/report") {
     auto tracer = tracing::activeTracer();
@@ -124,14 +138,14 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
     tracing::TraceSnapshot snap = tracer->snapshot();
     tracing::reportHistory().maybeRecord(now, snap);
     std::string w = queryParam(query, "window");
-    if (w.empty()) return {200, tracing::reclaimReport(snap).dump()};
+    if (w.empty()) return {200, dumpJson(tracing::reclaimReport(snap))};
     auto secs = parseDuration(w);
     if (!secs) return error(400, "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
     auto base = tracing::reportHistory().baseline(
         now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                  std::chrono::duration<double>(*secs)));
-    if (!base) return {200, tracing::reclaimReport(snap).dump()};
-    return {200, tracing::reclaimReport(snap, &base->first, base->second).dump()};
+    if (!base) return {200, dumpJson(tracing::reclaimReport(snap))};
+    return {200, dumpJson(tracing::reclaimReport(snap, &base->first, base->second))};
   }
   if (path == "/locks") {
     auto tracer = tracing::activeTracer();
@@ -145,9 +159,8 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
         snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
             ? nullptr
             : tracing::processKallsyms(tracer->procfs());
-    return {200, tracing::lockReport(snap.locks, syms, tracing::processLockIds(),
-                                     tracer->lockAddresses())
-                     .dump()};
+    return {200, dumpJson(tracing::lockReport(snap.locks, syms, tracing::processLockIds(),
+                                              tracer->lockAddresses()))};
   }
   return error(404, "no such endpoint: /api/v1" + path);
 }

@@ -29,7 +29,7 @@ struct Response {
 /// `path` is below /api/v1 (e.g. "/delays"); `query` the raw query string.
 Response handleGet(Scraper& scraper, const std::string& path, const std::string& query);
 
-/// "30s", "5m", "1h" in seconds; nullopt if malformed.
+/// "30s", "5m", "1h" in seconds; nullopt if malformed, 0 or above 1e9 s.
 std::optional<double> parseDuration(std::string_view s);
 
 /// Decodes one query parameter (URL-decoded); empty if absent.

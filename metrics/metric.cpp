@@ -21,6 +21,17 @@ void Family::addHistogram(std::initializer_list<std::string_view> labels, uint64
   histograms.push_back(HistogramSample{toValues(labels), count, sum, std::move(cumulative)});
 }
 
+bool isValidMetricName(std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                    c == ':' || (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Family& Sink::family(const Desc& d) {
   auto it = byName_.find(d.name);
   if (it != byName_.end()) return *it->second;

@@ -61,6 +61,11 @@ struct Family {
                     std::vector<uint64_t> cumulative);
 };
 
+/// True for a valid Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*). Names
+/// built at scrape time from a kernel key must pass it: one bad name makes
+/// the whole exposition unparseable.
+bool isValidMetricName(std::string_view name);
+
 class Sink {
  public:
   /// The family for `d`, created on first use. Two Descs with the same name

@@ -3,18 +3,21 @@
 #   deps.sh build   compilers, libraries
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
+#   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
 test=(prometheus curl)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
+fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test[@]}") ;;
   bench) want+=("${test[@]}" "${bench[@]}") ;;
-  *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+  fuzz) want+=("${fuzz[@]}") ;;
+  *) echo "usage: $0 [build|test|bench|fuzz]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${want[@]}"; do

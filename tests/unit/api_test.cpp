@@ -56,6 +56,32 @@ TEST(Api, ReclaimReportNeedsTracing) {
   EXPECT_EQ(api::parseDuration("30s"), 30);
   EXPECT_FALSE(api::parseDuration("5 minutes"));
   EXPECT_FALSE(api::parseDuration("0s"));
+  // Beyond what steady_clock's int64 ns hold: the conversion would be UB.
+  EXPECT_EQ(api::parseDuration("1000000000s"), 1e9);
+  EXPECT_FALSE(api::parseDuration("1000000001s"));
+  EXPECT_FALSE(api::parseDuration("9999999999h"));
+  EXPECT_FALSE(api::parseDuration("18446744073709551615h"));
+}
+
+// Paths, query values and cgroup names are bytes, not UTF-8: the reply must
+// still be JSON (a throwing dump() in a civetweb handler ends the process).
+TEST(Api, InvalidUtf8IsReplacedNotThrown) {
+  test::TempTree t;
+  t.copyFixture("cgroupfs/v2", "cg");
+  t.mkdir("cg/bad\xff");
+  test::FixtureScrape s(t.path("cg"));
+  s.text();  // one walk
+  api::Response r;
+  ASSERT_NO_THROW(r = api::handleGet(*s.scraper, "/nope\xff", ""));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("/nope\xef\xbf\xbd"),
+            std::string::npos);
+  ASSERT_NO_THROW(r = api::handleGet(*s.scraper, "/cgroups", ""));
+  ASSERT_EQ(r.status, 200);
+  const json j = json::parse(r.body);
+  bool found = false;
+  for (const auto& c : j["cgroups"]) found |= c["cgroup"] == "/bad\xef\xbf\xbd";
+  EXPECT_TRUE(found) << r.body;
 }
 
 TEST(Api, QueryParam) {

@@ -130,6 +130,31 @@ TEST(Fields, UnknownKeysByNamingRule) {
   EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/web\"} 268435456"));
 }
 
+// A key no metric name can carry (found by fuzzing: one such name makes the
+// whole exposition unparseable) is skipped; the file's other keys are served.
+TEST(Fields, UnknownKeysThatCannotBeNamesAreSkipped) {
+  test::TempTree tree;
+  tree.copyFixture("cgroupfs/v2", "cg");
+  tree.write("cg/kubepods/memory.stat",
+             "anon 4096\npg\xcdscan 1\nfoo-bar 2\nnew.key 3\n");
+  tree.write("cg/kubepods/memory.events", "low 0\nhigh 7\nmax{x=\"1\"} 9\nnewevent 2\n");
+  CollectorConfig cfg;
+  cfg.memoryStatFields = ".*";
+  FixtureScrape s(tree.path("cg"), cfg);
+  std::string t = s.text();
+  EXPECT_TRUE(has(t, "memcg_memory_stat_anon_bytes{cgroup=\"/kubepods\"} 4096"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_high_total{cgroup=\"/kubepods\"} 7"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_newevent_total{cgroup=\"/kubepods\"} 2"));
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_stat\"} 1"));
+  EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_events\"} 1"));
+  for (const char* bad : {"\xcd", "foo-bar", "new.key", "max{"}) {
+    EXPECT_EQ(t.find(bad), std::string::npos) << bad;
+  }
+  EXPECT_TRUE(metrics::isValidMetricName("memcg_a:b_1"));
+  EXPECT_FALSE(metrics::isValidMetricName("1a"));
+  EXPECT_FALSE(metrics::isValidMetricName(""));
+}
+
 TEST(Fields, RegexWidensAndNarrows) {
   CollectorConfig cfg;
   cfg.memoryStatFields = "cache|total_cache";

@@ -57,6 +57,30 @@ TEST(ControllerJournal, TornTailIsIgnored) {
   EXPECT_EQ((*j)->skippedLines(), 1u);
 }
 
+// Found by fuzzing: a field of the wrong type made Journal::open throw
+// (json type_error), so the exporter refused to start, controller on or off.
+TEST(ControllerJournal, WrongTypedFieldsAreSkippedLines) {
+  testing::TempTree t;
+  std::string p = t.path("j");
+  {
+    auto j = Journal::open(p);
+    ASSERT_TRUE((*j)->record(entry("/a", 100)).ok());
+  }
+  std::string content = t.read("j");
+  for (const char* field :
+       {R"("cgroup":true)", R"("dir":5)", R"("inode":"x")", R"("original":-1)",
+        R"("original_unlimited":1)", R"("lowered":1.5)", R"("ts_ms":null)"}) {
+    content +=
+        std::string(R"({"op":"lower","seq":7,"dir":"/d","lowered":9,)") + field + "}\n";
+  }
+  t.write("j", content);
+  Result<std::unique_ptr<Journal>> j = makeError(0, "");
+  ASSERT_NO_THROW(j = Journal::open(p));
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)->pending().size(), 1u);
+  EXPECT_EQ((*j)->skippedLines(), 7u);
+}
+
 TEST(ControllerJournal, CompactKeepsOnlyPending) {
   testing::TempTree t;
   std::string p = t.path("j");

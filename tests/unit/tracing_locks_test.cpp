@@ -193,6 +193,8 @@ const LockCgroupSeries* findCg(const LockSnapshot& s, const std::string& label) 
   }
   return nullptr;
 }
+// The result points into the snapshot: a temporary one would leave it dangling.
+const LockCgroupSeries* findCg(LockSnapshot&& s, const std::string& label) = delete;
 
 class LockAggregatorTest : public ::testing::Test {
  protected:
@@ -272,7 +274,8 @@ TEST_F(LockAggregatorTest, InReclaimContentionChargedToTheCgroup) {
   // Direct reclaim counts too.
   apply({ev(EventType::kDirectReclaimBegin, 20, 6'000), begin(20, 6'100, l, kLcbRead),
          end(20, 6'200, l)});
-  const LockCgroupSeries* b = findCg(snap(), "/b");
+  LockSnapshot s2 = snap();
+  const LockCgroupSeries* b = findCg(s2, "/b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(K(b->contention, LockKind::kRwsemRead).count, 1u);
 }
@@ -281,7 +284,8 @@ TEST_F(LockAggregatorTest, RemovedCgroupLosesItsLockSeries) {
   const uint64_t l = 0xffff888000003000ull;
   apply({ev(EventType::kMemcgReclaimBegin, 10, 1'000), begin(10, 2'000, l, kLcbSpin),
          end(10, 3'000, l), ev(EventType::kMemcgReclaimEnd, 10, 4'000)});
-  ASSERT_NE(findCg(snap(), "/a"), nullptr);
+  LockSnapshot before = snap();
+  ASSERT_NE(findCg(before, "/a"), nullptr);
   // A contention of /a still open when /a is removed ends node-wide.
   apply({ev(EventType::kMemcgReclaimBegin, 10, 5'000), begin(10, 6'000, l, kLcbSpin)});
   Event rm = ev(EventType::kCgroupRmdir, 1, 7'000);
@@ -296,7 +300,8 @@ TEST_F(LockAggregatorTest, RemovedCgroupLosesItsLockSeries) {
   resolver_->paths[20] = "/c";
   apply({ev(EventType::kDirectReclaimBegin, 20, 9'000), begin(20, 9'100, l, kLcbSpin),
          end(20, 9'200, l)});
-  const LockCgroupSeries* c = findCg(snap(), "/c");
+  s = snap();
+  const LockCgroupSeries* c = findCg(s, "/c");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(K(c->contention, LockKind::kSpinlock).count, 1u);
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz; clang, ASan + UBSan) into
+# build-fuzz/ and runs each for N seconds (default 60), one after the other.
+#   scripts/fuzz.sh [seconds] [target...]     targets: the fuzz_* names without "fuzz_"
+# Inputs that found new coverage are kept in build-fuzz/corpus/<target>/ (the
+# next run starts from them and the committed seeds); a crash, hang or
+# sanitizer report is written to build-fuzz/crashes/<target>/ and makes the
+# exit status 1. Reproduce one: build-fuzz/tests/fuzz/fuzz_<target> <file>.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+scripts/deps.sh fuzz
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc)" >/dev/null
+
+# target -> seed directories (committed fixtures where they fit)
+declare -A seeds=(
+  [cgroupfs_readers]="tests/fixtures/cgroupfs tests/fixtures/procfs"
+  [collectors_scrape]="tests/fuzz/seeds/collectors_scrape"
+  [trace_records]="tests/fuzz/seeds/trace_records"
+  [kallsyms]="tests/fixtures/kallsyms"
+  [proc_cgroup]="tests/fuzz/seeds/proc_cgroup"
+  [controller_api]="tests/fuzz/seeds/controller_api"
+  [controller_journal]="tests/fuzz/seeds/controller_journal"
+  [flags]="tests/fuzz/seeds/flags"
+  [http_api]="tests/fuzz/seeds/http_api"
+  [taskstats]="tests/fixtures/taskstats"
+)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(cgroupfs_readers collectors_scrape trace_records kallsyms
+                                     proc_cgroup controller_api controller_journal flags http_api
+                                     taskstats)
+failed=()
+for t in "${targets[@]}"; do
+  [ -n "${seeds[$t]+x}" ] || { echo "fuzz.sh: unknown target $t" >&2; exit 2; }
+  corpus=build-fuzz/corpus/$t crashes=build-fuzz/crashes/$t/ scratch=build-fuzz/tmp/$t
+  mkdir -p "$corpus" "$crashes" "$scratch"
+  log=build-fuzz/fuzz_$t.log
+  # shellcheck disable=SC2086  # seed directories are words
+  if TMPDIR=$PWD/$scratch build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -timeout=10 \
+       -print_final_stats=1 -artifact_prefix="$crashes" "$corpus" ${seeds[$t]} >"$log" 2>&1; then
+    result=ok
+  else
+    result="FAILED (see $log and $crashes)"
+    failed+=("$t")
+  fi
+  rm -rf "$scratch"  # the targets' scratch trees (also after a crash)
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  printf '%-20s %ss %10s execs  %-10s %s\n' "$t" "$secs" "${execs:-?}" "${cov:-}" "$result"
+done
+[ ${#failed[@]} -eq 0 ] || { echo "fuzz.sh: failed: ${failed[*]}" >&2; exit 1; }

@@ -1,0 +1,55 @@
+// The read-only JSON API (exporter/api.h) as civetweb hands it a request: the
+// URL-decoded path below /api/v1 and the raw query string, any bytes. Every
+// answer must be a JSON object (an exception here would leave a civetweb
+// handler and end the process). A scraper over the committed v2 fixture tree.
+//
+// Input: "<path>?<query>" (no '?': the whole input is the path).
+// Seeds: tests/fuzz/seeds/http_api.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "collectors/collector.h"
+#include "collectors/discovery.h"
+#include "exporter/api.h"
+#include "exporter/scraper.h"
+#include "tests/fuzz/fuzz_support.h"
+
+using namespace memcg;
+
+namespace {
+Discovery* discovery;
+Scraper* scraper;
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  fuzz::quietLogs();
+  DiscoveryOptions o;
+  o.cgroupfsRoot = std::string(MEMCG_SOURCE_DIR) + "/tests/fixtures/cgroupfs/v2";
+  o.procfsRoot = std::string(MEMCG_SOURCE_DIR) + "/tests/fixtures/procfs";
+  CollectorConfig cfg;
+  cfg.procfsRoot = o.procfsRoot;
+  std::vector<EnabledCollector> cs;
+  for (const auto& c : collectorRegistry()) {
+    if (c.defaultEnabled && !c.live) cs.push_back({std::string(c.name), c.make(cfg)});
+  }
+  discovery = new Discovery(o);
+  scraper = new Scraper(*discovery, std::move(cs));
+  std::string text;
+  scraper->scrapeText(text);  // one walk, so /cgroups has rows
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in = fuzz::asText(data, size);
+  const size_t q = in.find('?');
+  const std::string path(in.substr(0, q));
+  const std::string query(q == std::string_view::npos ? std::string_view{}
+                                                      : in.substr(q + 1));
+  api::Response r = api::handleGet(*scraper, path, query);
+  auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  FUZZ_CHECK(j.is_object());
+  FUZZ_CHECK(r.status == 200 || r.status == 400 || r.status == 404 || r.status == 503);
+  FUZZ_CHECK(r.status == 200 || j.contains("error"));
+  return 0;
+}

@@ -104,6 +104,7 @@ std::string_view statusText(int status) {
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
   }
@@ -115,7 +116,28 @@ class ApiHandler : public CivetHandler {
  public:
   ApiHandler(Scraper& s, const controller::ControllerApi* c) : scraper_(s), controller_(c) {}
 
+  // An exception out of a civetweb handler ends the process: answer 500.
   bool handleGet(CivetServer*, mg_connection* conn) override {
+    return guarded(conn, [&] { return get(conn); });
+  }
+  bool handlePost(CivetServer*, mg_connection* conn) override {
+    return guarded(conn, [&] { return post(conn); });
+  }
+
+ private:
+  template <typename F>
+  static bool guarded(mg_connection* conn, F&& f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      log::error("API handler failed", "err=" + log::quote(e.what()));
+    } catch (...) {
+      log::error("API handler failed", "err=\"unknown exception\"");
+    }
+    return send(conn, 500, R"j({"error":"internal error, see the exporter log"})j");
+  }
+
+  bool get(mg_connection* conn) {
     const mg_request_info* ri = mg_get_request_info(conn);
     std::string path = subPath(ri);
     if (path == "/controller/state") {
@@ -128,7 +150,7 @@ class ApiHandler : public CivetHandler {
     return send(conn, r.status, r.body);
   }
 
-  bool handlePost(CivetServer*, mg_connection* conn) override {
+  bool post(mg_connection* conn) {
     const mg_request_info* ri = mg_get_request_info(conn);
     std::string path = subPath(ri);
     if (path != "/controller/protect" && path != "/controller/unprotect") {
@@ -150,7 +172,6 @@ class ApiHandler : public CivetHandler {
     return send(conn, r.status, r.body);
   }
 
- private:
   static std::string subPath(const mg_request_info* ri) {
     std::string path = ri->local_uri;
     path.erase(0, std::strlen("/api/v1"));

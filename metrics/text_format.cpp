@@ -4,14 +4,27 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/parse.h"
+
 namespace memcg::metrics {
 namespace {
 
+// Label values are free text from the kernel (cgroup directory names). The
+// format requires UTF-8 and Prometheus rejects the whole scrape otherwise, so
+// a byte that starts no well-formed sequence becomes U+FFFD.
 void appendEscaped(std::string& out, std::string_view v) {
   size_t start = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     char c = v[i];
-    if (c == '\\' || c == '"' || c == '\n') {
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      if (size_t n = utf8SequenceLength(v, i)) {
+        i += n - 1;
+      } else {
+        out.append(v.data() + start, i - start);
+        out += "\xEF\xBF\xBD";
+        start = i + 1;
+      }
+    } else if (c == '\\' || c == '"' || c == '\n') {
       out.append(v.data() + start, i - start);
       out += '\\';
       out += c == '\n' ? 'n' : c;

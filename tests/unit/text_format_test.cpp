@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "common/parse.h"
 #include "tests/unit/scrape_test_util.h"
 
 namespace memcg::metrics {
@@ -60,6 +61,35 @@ TEST(TextFormat, IdenticalOnAwkwardValuesLabelsAndHistograms) {
   EXPECT_EQ(ours, reference(pf));
   EXPECT_NE(ours.find("x_bytes{cgroup=\"/a\\\"b\\\\c\\nd/e f\",k=\"v\"} +Inf\n"), std::string::npos);
   EXPECT_NE(ours.find("z_seconds_bucket{cgroup=\"/x\",le=\"+Inf\"} 7\n"), std::string::npos);
+}
+
+// Unlike TextSerializer, on purpose: a label value that is not UTF-8 (a
+// cgroup directory may be named with any bytes) would make Prometheus reject
+// the whole scrape, so each byte that starts no well-formed sequence is U+FFFD.
+TEST(TextFormat, LabelValuesAreMadeValidUtf8) {
+  const std::string r = "\xEF\xBF\xBD";  // U+FFFD
+  const std::pair<std::string, std::string> cases[] = {
+      {"/ok-\xC3\xA9-\xE2\x82\xAC-\xF0\x9F\x98\x80", "/ok-\xC3\xA9-\xE2\x82\xAC-\xF0\x9F\x98\x80"},
+      {"/a\xFF" "b", "/a" + r + "b"},
+      {"/trunc\xC3", "/trunc" + r},
+      {"/overlong\xC0\xAF", "/overlong" + r + r},
+      {"/surrogate\xED\xA0\x80", "/surrogate" + r + r + r},
+      {"/above-max\xF4\x90\x80\x80", "/above-max" + r + r + r + r},
+      {"/q\"\xFE", "/q\\\"" + r},
+  };
+  Desc g{"x_bytes", "h", Type::kGauge, {"cgroup"}, {}};
+  Sink sink;
+  for (const auto& [in, _] : cases) sink.add(g, {in}, 1);
+  std::string out;
+  writeText(sink.families(), out);
+  for (const auto& [in, want] : cases) {
+    EXPECT_NE(out.find("x_bytes{cgroup=\"" + want + "\"} 1\n"), std::string::npos) << want;
+  }
+  for (size_t i = 0; i < out.size();) {
+    size_t n = utf8SequenceLength(out, i);
+    ASSERT_GT(n, 0u) << "invalid UTF-8 at byte " << i;
+    i += n;
+  }
 }
 
 TEST(TextFormat, FormatValue) {

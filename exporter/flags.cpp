@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "controller/controller.h"
 #include "tracing/tracefs_session.h"
 
 namespace memcg {
@@ -181,7 +182,15 @@ const std::vector<Flag>& flagTable() {
       {"controller.psi-trigger",
        "PSI trigger the controller writes to a protected v2 cgroup's memory.pressure: "
        "\"some|full <stall us> <window us>\" (window 500000..10000000).",
-       false, [](Options& o, const std::string& v) { o.controller.psiTrigger = v; },
+       false,
+       [](Options& o, const std::string& v) {
+         // Checked here, not only when the controller starts on a v2 host: a
+         // bad value must not wait for the day the exporter runs on one.
+         if (auto t = controller::parsePsiTrigger(v); !t) {
+           throw std::invalid_argument("--controller.psi-trigger: " + t.error().message());
+         }
+         o.controller.psiTrigger = v;
+       },
        "some 1000 500000"},
       {"log.level", "Only log messages with the given severity or above: debug, info, warn, error.",
        false,

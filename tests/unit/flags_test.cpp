@@ -120,6 +120,9 @@ TEST(Flags, ControllerWake) {
   EXPECT_FALSE(none.controller.v2WakeEvents || none.controller.v2WakePsi);
   EXPECT_THROW(parse({"--controller.v2-wake=events,bogus"}), std::invalid_argument);
   EXPECT_THROW(parse({"--controller.poll-interval-ms=0"}), std::invalid_argument);
+  // Refused at parse time on any host, not when a v2 controller starts.
+  EXPECT_THROW(parse({"--controller.psi-trigger=bogus"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--controller.psi-trigger=some 1000 100"}), std::invalid_argument);
 }
 
 TEST(Flags, CivetListeningPort) {

@@ -343,9 +343,3 @@ TEST_F(TracingLive, SurvivesTracefsUnmountedUnderIt) {
 
 }  // namespace
 }  // namespace memcg::tracing
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new memcg::tracing::live::LiveEnv);
-  return RUN_ALL_TESTS();
-}

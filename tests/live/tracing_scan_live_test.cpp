@@ -363,9 +363,3 @@ TEST_F(TracingScanLive, ProactiveEpisodeIsChargedToItsTarget) {
 
 }  // namespace
 }  // namespace memcg::tracing
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new memcg::tracing::live::LiveEnv);
-  return RUN_ALL_TESTS();
-}

@@ -181,9 +181,3 @@ TEST(VmscanCollectorLive, ReclaimCountMatchesIndependentCount) {
 
 }  // namespace
 }  // namespace memcg::tracing
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  ::testing::AddGlobalTestEnvironment(new memcg::tracing::live::LiveEnv);
-  return RUN_ALL_TESTS();
-}

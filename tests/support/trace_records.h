@@ -52,4 +52,14 @@ class FormatFixtureTest : public ::testing::Test {
   std::unique_ptr<tracing::Decoder> dec_;
 };
 
+/// An aggregator input with the common fields set (the rest zero), for tests
+/// that feed the aggregator directly.
+inline tracing::Event ev(tracing::EventType t, int32_t pid, uint64_t ts) {
+  tracing::Event e;
+  e.type = t;
+  e.pid = pid;
+  e.ts = ts;
+  return e;
+}
+
 }  // namespace memcg::testing

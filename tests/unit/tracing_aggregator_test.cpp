@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "tests/support/trace_records.h"
 #include "tracing/aggregator.h"
 
 namespace memcg::tracing {
@@ -26,13 +27,7 @@ class FakeResolver : public CgroupResolver {
   int* calls_;
 };
 
-Event ev(EventType t, int32_t pid, uint64_t ts) {
-  Event e;
-  e.type = t;
-  e.pid = pid;
-  e.ts = ts;
-  return e;
-}
+using memcg::testing::ev;
 Event endEv(EventType t, int32_t pid, uint64_t ts, uint64_t reclaimed) {
   Event e = ev(t, pid, ts);
   e.nr_reclaimed = reclaimed;

@@ -156,13 +156,7 @@ class FakeResolver : public CgroupResolver {
   int walks = 0;
 };
 
-Event ev(EventType t, int32_t pid, uint64_t ts) {
-  Event e;
-  e.type = t;
-  e.pid = pid;
-  e.ts = ts;
-  return e;
-}
+using memcg::testing::ev;
 Event begin(int32_t pid, uint64_t ts, uint64_t addr, uint32_t flags) {
   Event e = ev(EventType::kLockContentionBegin, pid, ts);
   e.lock_addr = addr;

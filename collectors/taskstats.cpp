@@ -14,6 +14,8 @@
 // Off by default: it costs ~2 us per process per scrape.
 #include <mutex>
 
+#include "collectors/taskstats.h"
+
 #include "collectors/collector.h"
 #include "collectors/taskstats/cgroup_delays.h"
 #include "collectors/taskstats/delay_table.h"
@@ -63,35 +65,23 @@ std::vector<ClassDescs> buildClassDescs() {
 
 class TaskstatsCollector : public Collector {
  public:
-  explicit TaskstatsCollector(const CollectorConfig& cfg)
-      : procfs_(cfg.procfsRoot), classes_(buildClassDescs()) {
-    status_ = taskstats::ensureTaskDelayacct(cfg.enableDelayacct, procfs_);  // logs itself
-    auto agg = taskstats::CgroupDelayAggregator::create();
-    if (agg.ok()) {
-      agg_ = std::move(*agg);
-    } else {
-      down_ = agg.error();
-      log::warn("taskstats collector down", "err=" + log::quote(down_->message()));
-    }
-  }
-
-  ~TaskstatsCollector() override {
-    // Leave the sysctl as we found it.
-    if (status_.enabled_by_exporter) (void)taskstats::writeTaskDelayacct(false, procfs_);
-  }
+  explicit TaskstatsCollector(TaskstatsService& service)
+      : service_(service), classes_(buildClassDescs()) {}
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
-    sink.add(kEnabled, {}, status_.enabled ? 1 : 0);
-    sink.add(kEnabledByUs, {}, status_.enabled_by_exporter ? 1 : 0);
-    if (!agg_) {
-      ctx.fail(*down_);
+    const auto& status = service_.status();
+    sink.add(kEnabled, {}, status.enabled ? 1 : 0);
+    sink.add(kEnabledByUs, {}, status.enabled_by_exporter ? 1 : 0);
+    auto* agg = service_.aggregator();
+    if (!agg) {
+      ctx.fail(*service_.down());
       return;
     }
     std::vector<std::string> dirs;
     dirs.reserve(ctx.tree.cgroups.size());
     for (const Cgroup& cg : ctx.tree.cgroups) {
       const std::string& dir = cg.dir->path();
-      auto d = agg_->collect(dir);
+      auto d = agg->collect(dir);
       if (!d.ok()) {
         if (d.error().gone()) {
           ++ctx.vanished;
@@ -111,8 +101,8 @@ class TaskstatsCollector : public Collector {
         if (d->hasMax(c)) sink.add(classes_[i].max, {cg.path}, static_cast<double>(v.max_ns) / 1e9);
       }
     }
-    agg_->retainOnly(dirs);
-    auto st = agg_->stats();
+    agg->retainOnly(dirs);
+    auto st = agg->stats();
     sink.add(kExitsFolded, {}, static_cast<double>(st.exits_folded));
     sink.add(kExitsLost, {}, static_cast<double>(st.exits_without_record));
     sink.add(kOverruns, {}, static_cast<double>(st.listener_overruns));
@@ -130,32 +120,49 @@ class TaskstatsCollector : public Collector {
     return out;
   }
 
-  taskstats::CgroupDelayAggregator* aggregator() { return agg_.get(); }
-  const taskstats::DelayAcctStatus& status() const { return status_; }
-
  private:
-  std::string procfs_;
+  TaskstatsService& service_;
   std::vector<ClassDescs> classes_;
-  taskstats::DelayAcctStatus status_;
-  std::unique_ptr<taskstats::CgroupDelayAggregator> agg_;
-  std::optional<Error> down_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> makeTaskstatsCollector(const CollectorConfig& cfg) {
-  return std::make_unique<TaskstatsCollector>(cfg);
+FlagList taskstatsFlags(TaskstatsOptions& o) {
+  return {switchFlag("collector.taskstats.enable-delayacct",
+                     "Switch kernel.task_delayacct on at start (and off again at exit) for the "
+                     "taskstats collector.",
+                     o.enableDelayacct)};
 }
 
-Result<nlohmann::json> taskstatsDelayTable(Collector& c, const std::string& cgroupDir) {
-  auto* t = dynamic_cast<TaskstatsCollector*>(&c);
-  if (!t) return makeError(EINVAL, cgroupDir, "not the taskstats collector");
-  if (!t->aggregator()) return makeError(EPERM, cgroupDir, "taskstats is not available");
-  auto table = t->aggregator()->withClient([&](taskstats::TaskstatsClient& client) {
+TaskstatsService::TaskstatsService(const TaskstatsOptions& o, std::string procfs)
+    : procfs_(std::move(procfs)) {
+  status_ = taskstats::ensureTaskDelayacct(o.enableDelayacct, procfs_);  // logs itself
+  auto agg = taskstats::CgroupDelayAggregator::create();
+  if (agg.ok()) {
+    agg_ = std::move(*agg);
+  } else {
+    down_ = agg.error();
+    log::warn("taskstats collector down", "err=" + log::quote(down_->message()));
+  }
+}
+
+TaskstatsService::~TaskstatsService() {
+  agg_.reset();
+  // Leave the sysctl as we found it.
+  if (status_.enabled_by_exporter) (void)taskstats::writeTaskDelayacct(false, procfs_);
+}
+
+Result<nlohmann::json> TaskstatsService::delayTable(const std::string& cgroupDir) {
+  if (!agg_) return makeError(EPERM, cgroupDir, "taskstats is not available");
+  auto table = agg_->withClient([&](taskstats::TaskstatsClient& client) {
     return taskstats::readDelayTable(client, cgroupDir, {});
   });
   if (!table.ok()) return table.error();
-  return taskstats::delayTableToJson(*table, &t->status());
+  return taskstats::delayTableToJson(*table, &status_);
+}
+
+std::unique_ptr<Collector> makeTaskstatsCollector(TaskstatsService& service) {
+  return std::make_unique<TaskstatsCollector>(service);
 }
 
 }  // namespace memcg

@@ -1,7 +1,5 @@
 #include "controller/controller.h"
 
-#include "tracing/tracer.h"
-
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -16,6 +14,7 @@
 #include <stdexcept>
 
 #include "collectors/cgroupfs/readers.h"
+#include "collectors/cgroupfs/usage_limit.h"
 #include "collectors/collector.h"
 #include "common/log.h"
 #include "common/parse.h"
@@ -187,8 +186,9 @@ RecoveryReport recoverJournal(const ControllerOptions& opts) {
   return replay(**j, act, *a);
 }
 
-Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams)
-    : opts_(std::move(opts)), discovery_(discovery) {
+Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams,
+                       tracing::ReclaimAttribution* attribution)
+    : opts_(std::move(opts)), discovery_(discovery), attribution_(attribution) {
   v2_ = discovery_.layout().mode == CgroupMode::kV2;
   if (!opts_.allow.empty()) {
     try {
@@ -326,37 +326,14 @@ std::shared_ptr<const cgroupfs::CgroupDir> Controller::resolve(const std::string
 
 Controller::Reading Controller::readUsage(const Prot& p, std::string& buf) const {
   Reading r;
-  std::string_view out;
-  auto one = [&](FileId id, uint64_t& v) {
-    ReadStatus st = p.dir->read(id, buf, out);
-    if (st == ReadStatus::kGone) r.gone = true;
-    if (st != ReadStatus::kOk) return false;
-    auto x = cgroupfs::parseSingle(out, cgroupfs::fileName(id));
-    if (!x) return false;
-    v = *x;
-    return true;
-  };
-  auto lim = [&](FileId id, cgroupfs::Limit& l) {
-    ReadStatus st = p.dir->read(id, buf, out);
-    if (st == ReadStatus::kGone) r.gone = true;
-    if (st != ReadStatus::kOk) return false;
-    auto x = cgroupfs::parseLimit(out, cgroupfs::fileName(id));
-    if (!x) return false;
-    l = *x;
-    return true;
-  };
-  cgroupfs::Limit l;
-  if (!v2_) {
-    if (!one(FileId::kV1Usage, r.usage) || !lim(FileId::kV1Limit, l)) return r;
-  } else {
-    if (!one(FileId::kV2Current, r.usage) || !lim(FileId::kV2Max, l)) return r;
-    if (l.unlimited) {
-      cgroupfs::Limit h;
-      if (lim(FileId::kV2High, h)) l = h;
-    }
+  auto ul = cgroupfs::readUsageLimit(*p.dir, v2_, buf);
+  if (!ul.ok()) {
+    r.gone = ul.error().gone();
+    return r;
   }
-  r.unlimited = l.unlimited;
-  r.limit = l.bytes;
+  r.usage = ul->usage;
+  r.unlimited = ul->limit.unlimited;
+  r.limit = ul->limit.bytes;
   r.ok = true;
   return r;
 }
@@ -725,9 +702,8 @@ void Controller::workerLoop() {
   // The reclaim this thread causes (a v1 limit nudge reclaims in the writer;
   // a v2 memory.reclaim write too) is traced under its tid: mark it as ours,
   // so the vmscan metrics tell it apart from the workload's own reclaim.
-  const auto tracer = tracing::activeTracer();
   const auto tid = static_cast<int32_t>(::gettid());
-  if (tracer) tracer->aggregator().registerProactiveReclaimer(tid);
+  if (attribution_) attribution_->markReclaimer(tid);
   windowAt_ = Clock::now();
   cpuWindowStart_ = threadCpuSeconds();
   for (;;) {
@@ -743,9 +719,9 @@ void Controller::workerLoop() {
       p->busy = true;
     }
     // The episode's reclaim is charged to its cgroup (kind proactive), not ours.
-    if (tracer) tracer->aggregator().beginProactiveTarget(tid, p->p.cgroup);
+    if (attribution_) attribution_->beginEpisode(tid, p->p.cgroup);
     episode(p);
-    if (tracer) tracer->aggregator().endProactiveTarget(tid);
+    if (attribution_) attribution_->endEpisode(tid);
     bool removed;
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -758,7 +734,7 @@ void Controller::workerLoop() {
     updateCpu(workerCpu_);
   }
   updateCpu(workerCpu_);
-  if (tracer) tracer->aggregator().unregisterProactiveReclaimer(tid);
+  if (attribution_) attribution_->unmarkReclaimer(tid);
 }
 
 void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {

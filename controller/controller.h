@@ -59,6 +59,7 @@
 #include "controller/journal.h"
 #include "controller/options.h"
 #include "metrics/metric.h"
+#include "tracing/attribution.h"
 
 namespace memcg::controller {
 
@@ -102,8 +103,11 @@ class Controller {
   /// Start-up: validates the options (std::invalid_argument), opens the
   /// journal and the audit log (std::runtime_error), and replays the
   /// journal. `seams` is for tests (fault injection, hooks); its `allowed`
-  /// is replaced by the allow-list.
-  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {});
+  /// is replaced by the allow-list. `attribution` (may be null: tracing is
+  /// down or off) is told which thread reclaims on purpose and for which
+  /// cgroup, so the vmscan metrics charge that reclaim as proactive.
+  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {},
+             tracing::ReclaimAttribution* attribution = nullptr);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -160,6 +164,7 @@ class Controller {
 
   ControllerOptions opts_;
   Discovery& discovery_;
+  tracing::ReclaimAttribution* attribution_;  // not owned; null without tracing
   bool v2_ = false;
   std::optional<std::regex> allow_;
   std::unique_ptr<Journal> journal_;

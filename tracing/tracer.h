@@ -60,6 +60,7 @@
 
 #include "common/result.h"
 #include "tracing/aggregator.h"
+#include "tracing/attribution.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
 #include "tracing/tracefs_session.h"
@@ -100,7 +101,7 @@ struct TracerOptions {
   std::vector<EventType> only_events;
 };
 
-class Tracer : private RecordSink {
+class Tracer : private RecordSink, public ReclaimAttribution {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -117,6 +118,13 @@ class Tracer : private RecordSink {
   const std::string& procfs() const { return procfs_; }
   /// Whether lock reports may show raw kernel addresses (TracerOptions).
   bool lockAddresses() const { return lock_addresses_; }
+
+  /// ReclaimAttribution: forwarded to the aggregator's proactive reclaimers
+  /// and episodes.
+  void markReclaimer(int32_t tid) override;
+  void unmarkReclaimer(int32_t tid) override;
+  bool beginEpisode(int32_t tid, std::string_view cgroup) override;
+  void endEpisode(int32_t tid) override;
 
  private:
   Tracer() = default;
@@ -144,14 +152,5 @@ class Tracer : private RecordSink {
 
 /// Whether `opts` wants the detail event `t` (true for the other events).
 bool scanEventWanted(EventType t, const TracerOptions& opts);
-
-/// The process's running tracer, published by the vmscan collector
-/// (collectors/vmscan.cpp) for the parts that read or feed the same session:
-/// the reclaim report API (snapshot()) and the controller
-/// (aggregator().registerProactiveReclaimer()). Null while tracing is down.
-/// Holding the returned pointer keeps the tracer alive.
-std::shared_ptr<Tracer> activeTracer();
-/// Publishes `t` (null to withdraw). Only the collector that owns it calls this.
-void setActiveTracer(std::shared_ptr<Tracer> t);
 
 }  // namespace memcg::tracing

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 exporter=$(realpath "$1")
 for tool in prometheus promtool curl; do
-  command -v $tool >/dev/null || { echo "e2e: SKIPPED: $tool not installed (scripts/deps.sh test)"; exit 0; }
+  command -v $tool >/dev/null || { echo "e2e: SKIPPED: $tool not installed (scripts/deps.sh test)"; exit 77; }
 done
 
 tmp=$(mktemp -d /tmp/memcg_exporter_test_e2e_XXXXXX)

@@ -16,7 +16,7 @@
 #include "collectors/discovery.h"
 #include "common/parse.h"
 #include "exporter/scraper.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 

@@ -16,7 +16,7 @@
 #include "controller/controller.h"
 #include "exporter/api.h"
 #include "exporter/flags.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 

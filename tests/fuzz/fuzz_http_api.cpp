@@ -13,7 +13,7 @@
 #include "collectors/discovery.h"
 #include "exporter/api.h"
 #include "exporter/scraper.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 

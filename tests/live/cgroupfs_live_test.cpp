@@ -9,7 +9,7 @@
 
 #include "tests/support/test_cgroup.h"
 #include "metrics/text_format.h"
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {

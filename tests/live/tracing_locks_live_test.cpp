@@ -24,7 +24,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tests/support/stream_workload.h"
 #include "tracing/cgroup_resolver.h"
 #include "tracing/lock_metrics.h"

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/trace_metrics.h"
 #include "tracing/tracer.h"

@@ -19,7 +19,7 @@
 #include "collectors/discovery.h"
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/tracer.h"
 
 namespace memcg::tracing {

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "controller/controller.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {

@@ -59,6 +59,7 @@ endfunction()
 # memcg_script_test(<name> KIND lint|e2e|qemu [ROOT] [TIMEOUT s] [SERIAL]
 #                   COMMAND ...)
 # A script or command; exit 0 passes, 77 skips, anything else fails.
+# COMMAND is a CMake list: a ';' inside a "sh -c" string splits it (use &&).
 function(memcg_script_test name)
   cmake_parse_arguments(T "ROOT;SERIAL" "KIND;TIMEOUT" "COMMAND" ${ARGN})
   if(NOT T_KIND MATCHES "^(lint|e2e|qemu)$")

@@ -6,9 +6,8 @@
 // collector every scrape and by GET /api/v1/delays.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 

@@ -9,8 +9,9 @@ namespace memcg {
 int parseFlagInt(const std::string& flag, const std::string& v, int lo, int hi) {
   auto n = parseI64(v);
   if (!n || *n < lo || *n > hi) {
-    throw std::invalid_argument("--" + flag + " wants a whole number from " + std::to_string(lo) +
-                                " to " + std::to_string(hi) + ", got \"" + v + "\"");
+    throw std::invalid_argument("--" + flag + " wants a whole number from " +
+                                std::to_string(lo) + " to " + std::to_string(hi) +
+                                ", got \"" + v + "\"");
   }
   return static_cast<int>(*n);
 }

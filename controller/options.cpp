@@ -13,10 +13,11 @@ FlagList controllerFlags(ControllerOptions& o) {
                  "Run the background-reclaim controller (off: nothing is ever written to "
                  "cgroupfs).",
                  o.enable),
-      switchFlag("controller.dry-run", "Log and count what the controller would do; never write.",
-                 o.dryRun),
+      switchFlag("controller.dry-run",
+                 "Log and count what the controller would do; never write.", o.dryRun),
       {"controller.allow",
-       "Regex of cgroup labels the controller may write to (whole match; the root never).",
+       "Regex of cgroup labels the controller may write to (whole match; the root "
+       "never).",
        false, [&o](const std::string& v) { o.allow = v; }, ""},
       {"controller.token-file",
        "File whose first line is the bearer token the controller API requires.", false,
@@ -25,14 +26,16 @@ FlagList controllerFlags(ControllerOptions& o) {
        "Journal of limits lowered by the controller (fsync'd; replayed at start).", false,
        [&o](const std::string& v) { o.journal = v; },
        "/var/lib/memcg_exporter/controller.journal"},
-      {"controller.audit-log", "JSON-lines audit log of everything the controller did.", false,
-       [&o](const std::string& v) { o.auditLog = v; }, ""},
+      {"controller.audit-log", "JSON-lines audit log of everything the controller did.",
+       false, [&o](const std::string& v) { o.auditLog = v; }, ""},
       {"controller.sched-policy",
-       "Policy of the controller's threads: other, batch or idle (each limit nudge itself "
+       "Policy of the controller's threads: other, batch or idle (each limit nudge "
+       "itself "
        "always runs as SCHED_OTHER).",
        false, [&o](const std::string& v) { o.schedPolicy = v; }, "other"},
       {"controller.poll-interval-ms",
-       "Fallback polling period of the controller's waiter, ms (the v1 threshold eventfd and "
+       "Fallback polling period of the controller's waiter, ms (the v1 threshold eventfd "
+       "and "
        "the v2 memory.events / PSI trigger are the fast path).",
        false,
        [&o](const std::string& v) {
@@ -40,7 +43,8 @@ FlagList controllerFlags(ControllerOptions& o) {
        },
        "50"},
       {"controller.v2-wake",
-       "cgroup v2 wake sources besides the poll, comma-separated: events (memory.events), psi "
+       "cgroup v2 wake sources besides the poll, comma-separated: events "
+       "(memory.events), psi "
        "(a PSI trigger on memory.pressure); empty: the poll only.",
        false,
        [&o](const std::string& v) {
@@ -55,8 +59,9 @@ FlagList controllerFlags(ControllerOptions& o) {
            } else if (w == "psi") {
              o.v2WakePsi = true;
            } else if (!w.empty()) {
-             throw std::invalid_argument("--controller.v2-wake takes events and/or psi, got \"" +
-                                         std::string(w) + "\"");
+             throw std::invalid_argument(
+                 "--controller.v2-wake takes events and/or psi, got \"" + std::string(w) +
+                 "\"");
            }
          }
        },
@@ -69,7 +74,8 @@ FlagList controllerFlags(ControllerOptions& o) {
          // Checked here, not only when the controller starts on a v2 host: a
          // bad value must not wait for the day the exporter runs on one.
          if (auto t = parsePsiTrigger(v); !t) {
-           throw std::invalid_argument("--controller.psi-trigger: " + t.error().message());
+           throw std::invalid_argument("--controller.psi-trigger: " +
+                                       t.error().message());
          }
          o.psiTrigger = v;
        },

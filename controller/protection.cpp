@@ -20,17 +20,24 @@ uint64_t Protection::startBytes(uint64_t limit) const {
 }
 
 uint64_t Protection::targetBytes(uint64_t limit) const {
-  return targetMarginPercent > 0 ? percentOf(limit, targetMarginPercent) : targetMarginBytes;
+  return targetMarginPercent > 0 ? percentOf(limit, targetMarginPercent)
+                                 : targetMarginBytes;
 }
 
 std::string_view errorKindName(ErrorKind k) {
   switch (k) {
-    case ErrorKind::kBadInput: return "bad_input";
-    case ErrorKind::kForbidden: return "forbidden";
-    case ErrorKind::kNotFound: return "not_found";
-    case ErrorKind::kConflict: return "conflict";
-    case ErrorKind::kDisabled: return "disabled";
-    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kBadInput:
+      return "bad_input";
+    case ErrorKind::kForbidden:
+      return "forbidden";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kConflict:
+      return "conflict";
+    case ErrorKind::kDisabled:
+      return "disabled";
+    case ErrorKind::kInternal:
+      return "internal";
   }
   return "internal";
 }
@@ -39,8 +46,9 @@ std::optional<OpError> checkProtection(const Protection& p) {
   if (p.cgroup.empty() || p.cgroup.front() != '/')
     return OpError{ErrorKind::kBadInput, "cgroup must be a label starting with '/'"};
   if (!percentOk(p.startMarginPercent) || !percentOk(p.targetMarginPercent))
-    return OpError{ErrorKind::kBadInput,
-                   "start_margin_percent and target_margin_percent must be above 0 and below 100"};
+    return OpError{
+        ErrorKind::kBadInput,
+        "start_margin_percent and target_margin_percent must be above 0 and below 100"};
   if (p.startMarginPercent > 0 && p.startMarginBytes > 0)
     return OpError{ErrorKind::kBadInput,
                    "give start_margin_bytes or start_margin_percent, not both"};
@@ -49,32 +57,36 @@ std::optional<OpError> checkProtection(const Protection& p) {
                    "give target_margin_bytes or target_margin_percent, not both"};
   const bool startPct = p.startMarginPercent > 0, targetPct = p.targetMarginPercent > 0;
   if (!startPct && p.startMarginBytes == 0)
-    return OpError{ErrorKind::kBadInput, "start_margin_bytes (or start_margin_percent) must be > 0"};
+    return OpError{ErrorKind::kBadInput,
+                   "start_margin_bytes (or start_margin_percent) must be > 0"};
   if (!targetPct && p.targetMarginBytes == 0)
     return OpError{ErrorKind::kBadInput,
                    "target_margin_bytes (or target_margin_percent) must be > 0"};
   if (!startPct && !targetPct && p.targetMarginBytes <= p.startMarginBytes)
-    return OpError{ErrorKind::kBadInput, "target_margin_bytes must exceed start_margin_bytes"};
+    return OpError{ErrorKind::kBadInput,
+                   "target_margin_bytes must exceed start_margin_bytes"};
   if (startPct && targetPct && p.targetMarginPercent <= p.startMarginPercent)
     return OpError{ErrorKind::kBadInput,
                    "target_margin_percent must exceed start_margin_percent"};
-  if (p.cgroup == "/") return OpError{ErrorKind::kForbidden, "the root cgroup is never written"};
+  if (p.cgroup == "/")
+    return OpError{ErrorKind::kForbidden, "the root cgroup is never written"};
   return std::nullopt;
 }
 
 std::optional<OpError> checkAtLimit(const Protection& p, uint64_t limit) {
   const uint64_t startB = p.startBytes(limit), targetB = p.targetBytes(limit);
   if (startB == 0)
-    return OpError{ErrorKind::kBadInput,
-                   "the start margin is 0 bytes at the limit (" + std::to_string(limit) + ")"};
+    return OpError{ErrorKind::kBadInput, "the start margin is 0 bytes at the limit (" +
+                                             std::to_string(limit) + ")"};
   if (targetB <= startB)
     return OpError{ErrorKind::kBadInput,
                    "the target margin must exceed the start margin; at the limit (" +
-                       std::to_string(limit) + ") the target is " + std::to_string(targetB) +
-                       " bytes, the start " + std::to_string(startB)};
+                       std::to_string(limit) + ") the target is " +
+                       std::to_string(targetB) + " bytes, the start " +
+                       std::to_string(startB)};
   if (targetB >= limit)
-    return OpError{ErrorKind::kBadInput,
-                   "target_margin_bytes must be below the limit (" + std::to_string(limit) + ")"};
+    return OpError{ErrorKind::kBadInput, "target_margin_bytes must be below the limit (" +
+                                             std::to_string(limit) + ")"};
   return std::nullopt;
 }
 

@@ -32,7 +32,14 @@ struct Protection {
   uint64_t targetBytes(uint64_t limit) const;
 };
 
-enum class ErrorKind { kBadInput, kForbidden, kNotFound, kConflict, kDisabled, kInternal };
+enum class ErrorKind {
+  kBadInput,
+  kForbidden,
+  kNotFound,
+  kConflict,
+  kDisabled,
+  kInternal
+};
 
 struct OpError {
   ErrorKind kind;

@@ -23,14 +23,14 @@ using LatencyHistogram = metrics::FixedHistogram<kLatencyLayout>;
 /// Actions and bytes per cgroup (guarded by the controller's lock).
 struct ActionCounters {
   std::map<std::pair<std::string, std::string>, uint64_t> actions;  // (actuator, result)
-  std::map<std::string, uint64_t> reclaimed;                          // actuator
+  std::map<std::string, uint64_t> reclaimed;                        // actuator
 };
 
 /// Every metric the controller exports.
 struct ControllerDescs {
   ControllerDescs();
-  metrics::Desc protectedCgroups, reclaimed, actions, latency, cpu, dryRun, restores, throttled,
-      dryRunMode;
+  metrics::Desc protectedCgroups, reclaimed, actions, latency, cpu, dryRun, restores,
+      throttled, dryRunMode;
   std::vector<const metrics::Desc*> all() const;
 };
 

@@ -20,7 +20,8 @@ double threadCpuSeconds();
 class TokenBucket {
  public:
   TokenBucket() = default;
-  TokenBucket(double rate, SteadyClock::time_point now) : rate_(rate), tokens_(rate), at_(now) {}
+  TokenBucket(double rate, SteadyClock::time_point now)
+      : rate_(rate), tokens_(rate), at_(now) {}
 
   void refill(SteadyClock::time_point now) {
     const double dt = std::chrono::duration<double>(now - at_).count();

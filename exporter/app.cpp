@@ -28,7 +28,9 @@ App::App(const Options& opts) : opts_(opts) {
             std::string("version=") + kVersion + " revision=" + kRevision +
                 " mode=" + std::string(modeName(layout.mode)) +
                 " memory_root=" + log::quote(layout.memoryRoot) +
-                (layout.unifiedRoot.empty() ? "" : " unified_root=" + log::quote(layout.unifiedRoot)));
+                (layout.unifiedRoot.empty()
+                     ? ""
+                     : " unified_root=" + log::quote(layout.unifiedRoot)));
 
   const auto on = opts_.enabledCollectors();
   const std::string& procfs = opts_.discovery.procfsRoot;
@@ -47,12 +49,14 @@ App::App(const Options& opts) : opts_(opts) {
   in.taskstats = taskstats_.get();
   std::vector<EnabledCollector> collectors;
   for (const auto& info : collectorRegistry()) {
-    if (enabled(on, info.name)) collectors.push_back({std::string(info.name), info.make(in)});
+    if (enabled(on, info.name))
+      collectors.push_back({std::string(info.name), info.make(in)});
   }
 
   buildController();
   if (controller_) {
-    collectors.push_back({"controller", controller::makeControllerCollector(*controller_)});
+    collectors.push_back(
+        {"controller", controller::makeControllerCollector(*controller_)});
   }
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
@@ -66,8 +70,8 @@ App::App(const Options& opts) : opts_(opts) {
   buildRoutes();
   server_ = std::make_unique<HttpServer>(
       HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
-  log::info("listening", "address=" + opts_.listenAddress + " port=" +
-                             std::to_string(server_->port()) +
+  log::info("listening", "address=" + opts_.listenAddress +
+                             " port=" + std::to_string(server_->port()) +
                              " telemetry_path=" + opts_.telemetryPath);
 }
 
@@ -83,18 +87,19 @@ void App::buildController() {
   // either way.
   if (c.enable) {
     std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(c.journal).parent_path(), ec);
-    controller_ = std::make_unique<controller::Controller>(c, *discovery_,
-                                                           controller::ActuatorOptions{},
-                                                           tracing_.tracer.get());
+    std::filesystem::create_directories(std::filesystem::path(c.journal).parent_path(),
+                                        ec);
+    controller_ = std::make_unique<controller::Controller>(
+        c, *discovery_, controller::ActuatorOptions{}, tracing_.tracer.get());
     controller_->start();
-    log::info("controller enabled", std::string("dry_run=") + (c.dryRun ? "true" : "false") +
+    log::info("controller enabled", std::string("dry_run=") +
+                                        (c.dryRun ? "true" : "false") +
                                         " allow=" + log::quote(c.allow));
   } else if (::access(c.journal.c_str(), F_OK) == 0) {
     auto r = controller::recoverJournal(c);
-    log::info("controller journal replayed", "restored=" + std::to_string(r.restored) +
-                                                  " conflicts=" + std::to_string(r.conflicts) +
-                                                  " failed=" + std::to_string(r.failed));
+    log::info("controller journal replayed",
+              "restored=" + std::to_string(r.restored) + " conflicts=" +
+                  std::to_string(r.conflicts) + " failed=" + std::to_string(r.failed));
   }
   controllerApi_ = std::make_unique<controller::ControllerApi>(
       controller_.get(), c.tokenFile.empty()
@@ -104,23 +109,27 @@ void App::buildController() {
 
 void App::buildRoutes() {
   Scraper& scraper = *scraper_;
-  routes_.add({"GET", opts_.telemetryPath, [&scraper](const http::Request&, http::Response& r) {
-                 r.body.clear();
-                 scraper.scrapeText(r.body);
-                 r.contentType = "text/plain; version=0.0.4; charset=utf-8";
-                 r.compressible = true;
-               }});
+  routes_.add(
+      {"GET", opts_.telemetryPath, [&scraper](const http::Request&, http::Response& r) {
+         r.body.clear();
+         scraper.scrapeText(r.body);
+         r.contentType = "text/plain; version=0.0.4; charset=utf-8";
+         r.compressible = true;
+       }});
   routes_.add({"GET", "/-/healthy", [](const http::Request&, http::Response& r) {
                  r = http::Response{200, "Healthy\n", "text/plain; charset=utf-8"};
                }});
   routes_.add({"GET", "/-/ready", [&scraper](const http::Request&, http::Response& r) {
                  r = scraper.ready()
                          ? http::Response{200, "Ready\n", "text/plain; charset=utf-8"}
-                         : http::Response{503, "Not ready\n", "text/plain; charset=utf-8"};
+                         : http::Response{503, "Not ready\n",
+                                          "text/plain; charset=utf-8"};
                }});
-  api::registerRoutes(routes_, api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
+  api::registerRoutes(routes_,
+                      api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
   controllerApi_->registerRoutes(routes_);
-  web::registerRoutes(routes_, web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
+  web::registerRoutes(routes_,
+                      web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
 }
 
 }  // namespace memcg

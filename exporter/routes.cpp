@@ -1,9 +1,9 @@
 #include "exporter/routes.h"
 
-#include <nlohmann/json.hpp>
-
-#include <stdexcept>
 #include <strings.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/log.h"
 
@@ -33,12 +33,15 @@ void notFound(const Request& req, Response& resp) {
 
 std::string Request::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() && ::strncasecmp(k.data(), name.data(), k.size()) == 0) return v;
+    if (k.size() == name.size() && ::strncasecmp(k.data(), name.data(), k.size()) == 0)
+      return v;
   }
   return {};
 }
 
-std::string Request::param(std::string_view name) const { return queryParam(query, name); }
+std::string Request::param(std::string_view name) const {
+  return queryParam(query, name);
+}
 
 void Routes::add(Route r) {
   if (find(r.method, r.path)) {
@@ -83,9 +86,11 @@ void dispatch(const Routes& routes, const Request& req, Response& resp) {
     r->handler(req, resp);
     return;
   } catch (const std::exception& e) {
-    log::error("HTTP handler failed", "path=" + log::quote(req.path) + " err=" + log::quote(e.what()));
+    log::error("HTTP handler failed",
+               "path=" + log::quote(req.path) + " err=" + log::quote(e.what()));
   } catch (...) {
-    log::error("HTTP handler failed", "path=" + log::quote(req.path) + " err=\"unknown exception\"");
+    log::error("HTTP handler failed",
+               "path=" + log::quote(req.path) + " err=\"unknown exception\"");
   }
   resp = Response{};
   replyError(resp, 500, "internal error, see the exporter log");
@@ -120,17 +125,28 @@ Response jsonError(int status, std::string_view why) {
 
 std::string_view statusText(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
@@ -143,11 +159,13 @@ std::string queryParam(std::string_view query, std::string_view name) {
     size_t eq = kv.find('=');
     if (kv.substr(0, eq) == name) {
       std::string out;
-      std::string_view v = eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
+      std::string_view v =
+          eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
       for (size_t i = 0; i < v.size(); ++i) {
         if (v[i] == '+') {
           out += ' ';
-        } else if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+        } else if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 &&
+                   hex(v[i + 2]) >= 0) {
           out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
           i += 2;
         } else {

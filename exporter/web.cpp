@@ -9,11 +9,20 @@ std::string escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -21,14 +30,16 @@ std::string escape(std::string_view s) {
 
 void fill(std::string& t, std::string_view key, std::string_view value) {
   const std::string k = "{{" + std::string(key) + "}}";
-  for (size_t pos = t.find(k); pos != std::string::npos; pos = t.find(k, pos + value.size())) {
+  for (size_t pos = t.find(k); pos != std::string::npos;
+       pos = t.find(k, pos + value.size())) {
     t.replace(pos, k.size(), value);
   }
 }
 
 }  // namespace
 
-std::string renderIndex(std::string_view telemetryPath, const std::vector<std::string>& collectors) {
+std::string renderIndex(std::string_view telemetryPath,
+                        const std::vector<std::string>& collectors) {
   std::string list;
   for (const auto& n : collectors) list += "<li>" + escape(n) + "</li>";
   std::string t(kIndexHtml);
@@ -40,7 +51,8 @@ std::string renderIndex(std::string_view telemetryPath, const std::vector<std::s
 }
 
 void registerRoutes(http::Routes& routes, std::string indexHtml) {
-  routes.add({"GET", "/", [page = std::move(indexHtml)](const http::Request&, http::Response& r) {
+  routes.add({"GET", "/",
+              [page = std::move(indexHtml)](const http::Request&, http::Response& r) {
                 r.status = 200;
                 r.contentType = "text/html; charset=utf-8";
                 r.body = page;

@@ -16,7 +16,8 @@ namespace memcg::web {
 extern const std::string_view kIndexHtml;  ///< exporter/web/index.html
 
 /// index.html with its placeholders filled (values HTML-escaped).
-std::string renderIndex(std::string_view telemetryPath, const std::vector<std::string>& collectors);
+std::string renderIndex(std::string_view telemetryPath,
+                        const std::vector<std::string>& collectors);
 
 /// GET / : the landing page.
 void registerRoutes(http::Routes& routes, std::string indexHtml);

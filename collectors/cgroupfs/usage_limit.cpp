@@ -9,12 +9,16 @@ Result<std::string_view> readFile(const CgroupDir& dir, FileId id, std::string& 
   std::string_view out;
   Error err;
   switch (dir.read(id, buf, out, &err)) {
-    case ReadStatus::kOk: return out;
-    case ReadStatus::kGone: return makeError(ENOENT, dir.path(), "cgroup removed");
+    case ReadStatus::kOk:
+      return out;
+    case ReadStatus::kGone:
+      return makeError(ENOENT, dir.path(), "cgroup removed");
     case ReadStatus::kAbsent:
       // Not gone: the cgroup is there, the file is not (ENODATA, so gone() is false).
-      return makeError(ENODATA, dir.path() + "/" + std::string(fileName(id)), "no such file");
-    case ReadStatus::kError: break;
+      return makeError(ENODATA, dir.path() + "/" + std::string(fileName(id)),
+                       "no such file");
+    case ReadStatus::kError:
+      break;
   }
   return err;
 }

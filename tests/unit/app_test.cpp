@@ -4,11 +4,10 @@
 #include "exporter/app.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +20,11 @@ Options fixtureOptions(const test::TempTree& t) {
   const std::string cg = "--path.cgroupfs=" + test::fixturePath("cgroupfs/v2");
   const std::string proc = "--path.procfs=" + test::fixturePath("procfs");
   const std::string journal = "--controller.journal=" + t.path("journal");
-  std::vector<const char*> args = {"memcg_exporter", cg.c_str(), proc.c_str(),
-                                   "--no-collector.vmscan", "--web.listen-address=127.0.0.1:0",
+  std::vector<const char*> args = {"memcg_exporter",
+                                   cg.c_str(),
+                                   proc.c_str(),
+                                   "--no-collector.vmscan",
+                                   "--web.listen-address=127.0.0.1:0",
                                    journal.c_str()};
   return parseFlags(static_cast<int>(args.size()), args.data());
 }
@@ -74,7 +76,8 @@ TEST(App, EveryPartRegistersItsRoutes) {
   auto m = get(app, "/metrics");
   EXPECT_EQ(m.status, 200);
   EXPECT_TRUE(m.compressible);
-  EXPECT_NE(m.body.find("memcg_memory_usage_bytes{cgroup=\"/kubepods\"}"), std::string::npos);
+  EXPECT_NE(m.body.find("memcg_memory_usage_bytes{cgroup=\"/kubepods\"}"),
+            std::string::npos);
   EXPECT_EQ(m.body.find("collector=\"vmscan\""), std::string::npos);
   EXPECT_EQ(get(app, "/-/ready").status, 200);  // the App's first walk
   EXPECT_EQ(get(app, "/api/v1/reclaim/report").status, 503);
@@ -97,10 +100,12 @@ TEST(App, ServesTheTableOverHttp) {
   EXPECT_NE(r.find("Content-Encoding: gzip"), std::string::npos);
   // The one body limit, enforced before the handler.
   const std::string body(http::kMaxBodyBytes + 10, 'x');
-  r = exchange(app.port(), "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body);
+  r = exchange(app.port(),
+               "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r.substr(0, 200);
-  r = exchange(app.port(), "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
+  r = exchange(app.port(),
+               "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
   EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r.substr(0, 200);  // controller disabled
 }
 

@@ -1,14 +1,16 @@
 // controller/protection.h: the checks a protection passes and its margin maths.
-#include "controller/protection.h"
-
 #include <gtest/gtest.h>
+
+#include "controller/protection.h"
 
 namespace memcg::controller {
 namespace {
 
 constexpr uint64_t MiB = 1ull << 20;
 
-Protection bytes(uint64_t start, uint64_t target) { return Protection{"/a", start, target, 0}; }
+Protection bytes(uint64_t start, uint64_t target) {
+  return Protection{"/a", start, target, 0};
+}
 Protection percent(double start, double target) {
   Protection p{"/a", 0, 0, 0};
   p.startMarginPercent = start;
@@ -28,7 +30,7 @@ TEST(Protection, FormChecks) {
   EXPECT_EQ(kind(checkProtection(noLabel)), ErrorKind::kBadInput);
   EXPECT_EQ(kind(checkProtection(bytes(0, 2))), ErrorKind::kBadInput);
   EXPECT_EQ(kind(checkProtection(bytes(2, 0))), ErrorKind::kBadInput);
-  EXPECT_EQ(kind(checkProtection(bytes(2, 2))), ErrorKind::kBadInput);   // target > start
+  EXPECT_EQ(kind(checkProtection(bytes(2, 2))), ErrorKind::kBadInput);  // target > start
   EXPECT_EQ(kind(checkProtection(percent(30, 20))), ErrorKind::kBadInput);
   EXPECT_EQ(kind(checkProtection(percent(0, 100))), ErrorKind::kBadInput);  // below 100
   EXPECT_EQ(kind(checkProtection(percent(-1, 20))), ErrorKind::kBadInput);
@@ -48,7 +50,8 @@ TEST(Protection, FormChecks) {
 
 TEST(Protection, ChecksAtTheLimit) {
   EXPECT_EQ(kind(checkAtLimit(bytes(8 * MiB, 32 * MiB), 256 * MiB)), std::nullopt);
-  EXPECT_EQ(kind(checkAtLimit(bytes(8 * MiB, 256 * MiB), 256 * MiB)), ErrorKind::kBadInput);
+  EXPECT_EQ(kind(checkAtLimit(bytes(8 * MiB, 256 * MiB), 256 * MiB)),
+            ErrorKind::kBadInput);
   // 0.5% of 100 bytes floors to 0.
   EXPECT_EQ(kind(checkAtLimit(percent(0.5, 10), 100)), ErrorKind::kBadInput);
   auto e = checkAtLimit(percent(10, 10.1), 100);  // both floor to 10

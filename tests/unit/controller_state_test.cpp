@@ -1,10 +1,9 @@
 // controller/state.h: the metric table and the latency histogram's exposition.
-#include "controller/state.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "controller/state.h"
 #include "metrics/text_format.h"
 
 namespace memcg::controller {
@@ -27,17 +26,22 @@ TEST(ControllerState, LatencyHistogramExposition) {
   LatencyHistogram h;
   h.observe(0.0005);  // on a bound: that bucket
   h.observe(0.003);
-  h.observe(7.0);     // above the last bound: +Inf only
+  h.observe(7.0);  // above the last bound: +Inf only
   metrics::Sink sink;
   h.addTo(sink, d.latency, {"poll"});
   std::string text;
   metrics::writeText(sink.families(), text);
   const std::string s = "memcg_controller_trigger_to_reclaim_seconds";
-  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.0005\"} 1\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.002\"} 1\n"), std::string::npos);
-  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.005\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.0005\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.002\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"0.005\"} 2\n"),
+            std::string::npos);
   EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"2.5\"} 2\n"), std::string::npos);
-  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find(s + "_bucket{trigger=\"poll\",le=\"+Inf\"} 3\n"),
+            std::string::npos);
   EXPECT_NE(text.find(s + "_count{trigger=\"poll\"} 3\n"), std::string::npos);
   EXPECT_NE(text.find(s + "_sum{trigger=\"poll\"} 7.0035\n"), std::string::npos);
 }

@@ -1,7 +1,7 @@
 // controller/waiter.h: wake sources, epoll keys and the PSI trigger spec.
-#include "controller/waiter.h"
-
 #include <gtest/gtest.h>
+
+#include "controller/waiter.h"
 
 namespace memcg::controller {
 namespace {
@@ -31,9 +31,9 @@ TEST(Waiter, PsiTriggerSpec) {
   EXPECT_TRUE(t->full);
   EXPECT_EQ(t->stallUs, 5000u);
   EXPECT_EQ(t->windowUs, 1000000u);
-  EXPECT_FALSE(parsePsiTrigger("some 1000 499999").ok());     // window below 500 ms
-  EXPECT_FALSE(parsePsiTrigger("some 1000 10000001").ok());   // above 10 s
-  EXPECT_FALSE(parsePsiTrigger("some 600000 500000").ok());   // stall above window
+  EXPECT_FALSE(parsePsiTrigger("some 1000 499999").ok());    // window below 500 ms
+  EXPECT_FALSE(parsePsiTrigger("some 1000 10000001").ok());  // above 10 s
+  EXPECT_FALSE(parsePsiTrigger("some 600000 500000").ok());  // stall above window
   EXPECT_FALSE(parsePsiTrigger("some 0 500000").ok());
   EXPECT_FALSE(parsePsiTrigger("half 1000 500000").ok());
   EXPECT_FALSE(parsePsiTrigger("some 1000 500000 x").ok());

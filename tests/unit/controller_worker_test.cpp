@@ -1,7 +1,7 @@
 // controller/worker.h: the worker's token bucket and CPU budget.
-#include "controller/worker.h"
-
 #include <gtest/gtest.h>
+
+#include "controller/worker.h"
 
 namespace memcg::controller {
 namespace {
@@ -18,7 +18,7 @@ TEST(TokenBucket, RefillsUpToOneSecondOfRate) {
   EXPECT_DOUBLE_EQ(b.tokens(), 700);
   b.refill(t0 + milliseconds(5000));
   EXPECT_DOUBLE_EQ(b.tokens(), 1000);  // capped
-  b.take(1500);  // an actuation may reclaim more than it was given
+  b.take(1500);                        // an actuation may reclaim more than it was given
   EXPECT_DOUBLE_EQ(b.tokens(), -500);
   b.refill(t0 + milliseconds(6000));
   EXPECT_DOUBLE_EQ(b.tokens(), 500);

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-
 #include <stdexcept>
 
 #include "exporter/web.h"
@@ -26,13 +25,15 @@ http::Request req(std::string method, std::string path, std::string body = {}) {
 http::Routes table() {
   http::Routes t;
   t.add({"GET", "/api/v1/x", [](const http::Request& q, http::Response& r) {
-           http::replyJson(r, json{{"q", q.param("a")}, {"auth", q.header("authorization")}});
+           http::replyJson(
+               r, json{{"q", q.param("a")}, {"auth", q.header("authorization")}});
          }});
   t.add({"POST", "/api/v1/y", [](const http::Request& q, http::Response& r) {
            http::replyJson(r, json{{"len", q.body.size()}});
          }});
-  t.add({"GET", "/api/v1/boom",
-         [](const http::Request&, http::Response&) { throw std::runtime_error("boom"); }});
+  t.add({"GET", "/api/v1/boom", [](const http::Request&, http::Response&) {
+           throw std::runtime_error("boom");
+         }});
   t.add({"GET", "/page", [](const http::Request&, http::Response& r) {
            r.contentType = "text/plain";
            r.body = "hi";
@@ -48,7 +49,8 @@ TEST(Routes, DispatchesByMethodAndPath) {
   auto r = http::dispatch(t, q);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(json::parse(r.body)["q"], "/b");
-  EXPECT_EQ(json::parse(r.body)["auth"], "Bearer t");  // header names are case-insensitive
+  EXPECT_EQ(json::parse(r.body)["auth"],
+            "Bearer t");  // header names are case-insensitive
   EXPECT_EQ(http::dispatch(t, req("POST", "/api/v1/y", "abc")).body, R"({"len":3})");
   EXPECT_EQ(http::dispatch(t, req("GET", "/page")).body, "hi");
 }
@@ -74,9 +76,12 @@ TEST(Routes, UnknownPathAndWrongMethod) {
 
 TEST(Routes, BodyLimitIsOnePlace) {
   auto t = table();
-  EXPECT_EQ(http::dispatch(t, req("POST", "/api/v1/y", std::string(http::kMaxBodyBytes, 'x'))).status,
-            200);
-  auto r = http::dispatch(t, req("POST", "/api/v1/y", std::string(http::kMaxBodyBytes + 1, 'x')));
+  EXPECT_EQ(
+      http::dispatch(t, req("POST", "/api/v1/y", std::string(http::kMaxBodyBytes, 'x')))
+          .status,
+      200);
+  auto r = http::dispatch(
+      t, req("POST", "/api/v1/y", std::string(http::kMaxBodyBytes + 1, 'x')));
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(json::parse(r.body)["error"], "body too large");
 }

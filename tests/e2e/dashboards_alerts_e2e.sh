@@ -148,7 +148,9 @@ check "(b) every dashboard query runs; core panels have data for $storm_label" \
 # stall series of an idle cgroup may be absent: it is also checked that the exporter
 # did export the idle cgroup (its limit) so the silence is not a missing target.
 check "(c) the idle cgroup is scraped (its limit is 128 MiB)" \
-  [ "$(count_of "memcg_memory_limit_bytes{cgroup=\"$idle_label\"} == 134217728")" = 1 ]
+  [ "$(count_of "max_over_time(memcg_memory_limit_bytes{cgroup=\"$idle_label\"}[$((elapsed + 30))s]) == 134217728")" = 1 ]
+query "count_over_time(up[$((elapsed + 30))s]) - sum_over_time(up[$((elapsed + 30))s])" | python3 -c '
+import json,sys; r=json.load(sys.stdin)["data"]["result"]; print("scrapes failed during the run:", [x["value"][1] for x in r])'
 check "(c) no alert ever pending or firing for the idle cgroup" \
   [ "$(count_of "max_over_time(ALERTS{cgroup=\"$idle_label\"}[$((elapsed + 30))s])")" = 0 ]
 check "(c) its stall p99 never crossed the threshold" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries
-#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
+#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
+#                   python3 with python3-yaml for the alerts/dashboards checks)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail

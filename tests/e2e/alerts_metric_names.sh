@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every metric name alerts/*.rules.yml and dashboards/*.json read must be in the
-# exporter's metric table, so that a rename fails the build instead of a dashboard.
+# exporter's metric table, and every label they match on or group by one of its labels,
+# so that a rename fails the build instead of a dashboard.
 # The table is the built binary's GET /api/v1/metrics, served from the committed
 # fixture trees (v1, v2, hybrid; united) with every collector and option that adds
 # metrics switched on. Recording-rule names (level:metric:ops) and Prometheus' own

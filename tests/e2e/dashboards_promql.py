@@ -4,8 +4,10 @@ the metrics it reads, run it against a Prometheus.
 
   dashboards_promql.py names --table T.json [--table ...] --rules R.yml... --dashboards D.json...
       every metric name the rules and dashboards read must be in the exporter's metric
-      table (GET /api/v1/metrics; several tables are united). Recording-rule names
-      (level:metric:ops) and Prometheus' own series (up, ALERTS, ...) are not looked up.
+      table (GET /api/v1/metrics; several tables are united), and every label they match
+      on or group by must be one of those metrics' labels (or job, instance, le).
+      Recording-rule names (level:metric:ops) and Prometheus' own series (up, ALERTS,
+      ...) are not looked up; nor are labels of expressions that read them.
   dashboards_promql.py queries --prometheus URL --dashboards D.json... --cgroup LABEL
       [--cgroup LABEL...] --scrape-interval 1s --range 120 [--core UID:TITLE[:REFIDS]...]
       every query of every dashboard (panel targets, template variables, annotations,
@@ -195,33 +197,40 @@ TOKEN = re.compile(
 )
 
 
-def metric_names(expr):
-    """Metric names an expression selects (bare names and {__name__="..."})."""
+def analyze(expr):
+    """(selectors, clause_labels): every vector selector as (metric name or None,
+    [label names of its matchers]) and the label names of by / without / on / ignoring /
+    group_left / group_right lists."""
     toks = [(m.lastgroup, m.group(0)) for m in TOKEN.finditer(expr) if m.lastgroup != "ws"]
-    names = set()
-    depth_brace = 0
+    selectors = []
+    clause = set()
     depth_bracket = 0
+
+    def matchers(j):  # toks[j] == "{": label names up to the matching "}", and the index after
+        labels, name = [], None
+        j += 1
+        while j < len(toks) and toks[j][1] != "}":
+            if toks[j][0] == "ident" and j + 1 < len(toks) and toks[j + 1][1] in ("=", "!", "~", "=~"):
+                if toks[j][1] == "__name__" and toks[j + 1][1] == "=" and toks[j + 2][0] == "str":
+                    name = toks[j + 2][1][1:-1]
+                else:
+                    labels.append(toks[j][1])
+            j += 1
+        return labels, name, j + 1
+
     i = 0
     while i < len(toks):
         kind, text = toks[i]
         nxt = toks[i + 1] if i + 1 < len(toks) else (None, None)
         if kind == "sym":
-            if text == "{":
-                depth_brace += 1
-            elif text == "}":
-                depth_brace -= 1
-            elif text == "[":
+            if text == "[":
                 depth_bracket += 1
             elif text == "]":
                 depth_bracket -= 1
-            i += 1
-            continue
-        if depth_brace:
-            if kind == "ident" and text == "__name__":
-                # __name__="x" / =~ is not supported for the check: only equality
-                j = i + 1
-                if j + 1 < len(toks) and toks[j][1] == "=" and toks[j + 1][0] == "str":
-                    names.add(toks[j + 1][1][1:-1])
+            elif text == "{" and not depth_bracket:
+                labels, name, i = matchers(i)
+                selectors.append((name, labels))
+                continue
             i += 1
             continue
         if depth_bracket or kind != "ident":
@@ -229,10 +238,12 @@ def metric_names(expr):
             continue
         low = text.lower()
         if low in ("by", "without", "on", "ignoring", "group_left", "group_right"):
-            # skip a following label list
             j = i + 1
             if j < len(toks) and toks[j][1] == "(":
+                j += 1
                 while j < len(toks) and toks[j][1] != ")":
+                    if toks[j][0] == "ident":
+                        clause.add(toks[j][1])
                     j += 1
             i = j + 1
             continue
@@ -242,9 +253,18 @@ def metric_names(expr):
         if nxt[1] == "(" or (text in AGGREGATORS and nxt[1] and nxt[1].lower() in ("by", "without")):
             i += 1  # a function or an aggregation
             continue
-        names.add(text)
+        if nxt[1] == "{":
+            labels, _, i = matchers(i + 1)
+            selectors.append((text, labels))
+            continue
+        selectors.append((text, []))
         i += 1
-    return names
+    return selectors, clause
+
+
+def metric_names(expr):
+    """Metric names an expression selects (bare names and {__name__="..."})."""
+    return {n for n, _ in analyze(expr)[0] if n}
 
 
 def is_recording_name(name):
@@ -256,16 +276,44 @@ PROMETHEUS_OWN = {"up", "ALERTS", "ALERTS_FOR_STATE", "scrape_duration_seconds",
                   "scrape_series_added"}
 
 
+# Labels every series has once Prometheus scraped it, or that PromQL / the rules make.
+TARGET_LABELS = {"job", "instance", "__name__", "alertname", "alertstate", "severity"}
+
+
 def table_names(tables):
-    """Every series name a metric table allows (histograms: _bucket, _sum, _count)."""
-    out = set()
+    """Every series name a metric table allows (histograms: _bucket with le, _sum,
+    _count) -> its label names."""
+    out = {}
     for t in tables:
         for m in t["metrics"]:
-            out.add(m["name"])
+            out.setdefault(m["name"], set()).update(m.get("labels", []))
             if m["type"] in ("histogram", "summary"):
                 for suf in ("_bucket", "_sum", "_count"):
-                    out.add(m["name"] + suf)
+                    out.setdefault(m["name"] + suf, set()).update(m.get("labels", []))
+                out[m["name"] + "_bucket"].add("le")
     return out
+
+
+def label_problems(expr, known):
+    """Label names the expression matches on or groups by that the metrics it reads do not
+    have (only for expressions that read exporter metrics alone: recording rules' labels
+    are not in the table)."""
+    selectors, clause = analyze(expr)
+    problems = []
+    own = set()
+    for name, labels in selectors:
+        if not name or is_recording_name(name) or name in PROMETHEUS_OWN:
+            return []
+        if name not in known:
+            continue  # reported as an unknown metric
+        own |= known[name]
+        for lab in labels:
+            if lab not in known[name] | TARGET_LABELS:
+                problems.append("label %s of %s" % (lab, name))
+    for lab in clause:
+        if own and lab not in own | TARGET_LABELS:
+            problems.append("label %s in a by/without/on list" % lab)
+    return problems
 
 
 def load_rules(paths):
@@ -308,7 +356,15 @@ def cmd_names(args):
             promql = variable_promql(expr) if kind == "variable" else expr
             if promql:
                 uses.append(("%s: %s %s" % (path, kind, where), ctx.substitute(promql)))
+    # label_values(expr, label): the label must be one of expr's
+    for path, d in zip(args.dashboards, dashboards):
+        for kind, where, expr, _ in dashboard_queries(d):
+            m = LABEL_VALUES.match(expr) if kind == "variable" else None
+            if m and m.group(1):
+                uses.append(("%s: variable %s" % (path, where),
+                             "sum by (%s) (%s)" % (m.group(2), ctx.substitute(m.group(1)))))
     missing = []
+    bad_labels = []
     checked = set()
     for where, expr in uses:
         for n in metric_names(expr):
@@ -317,11 +373,16 @@ def cmd_names(args):
             checked.add(n)
             if n not in known:
                 missing.append((n, where))
+        for p in label_problems(expr, known):
+            bad_labels.append((p, where))
     for n, where in missing:
         print("UNKNOWN METRIC %s (in %s)" % (n, where))
+    for p, where in bad_labels:
+        print("UNKNOWN LABEL %s (in %s)" % (p, where))
     print("names: %d expressions, %d distinct exporter metric names checked against %d in the "
-          "table, %d unknown" % (len(uses), len(checked), len(known), len(missing)))
-    return 1 if missing or not checked else 0
+          "table, %d unknown metrics, %d unknown labels" % (len(uses), len(checked), len(known),
+                                                           len(missing), len(bad_labels)))
+    return 1 if missing or bad_labels or not checked else 0
 
 
 # --------------------------------------------------------------------------------------

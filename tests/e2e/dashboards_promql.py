@@ -78,14 +78,23 @@ def fmt_duration(seconds):
     return "%ds" % s
 
 
+# Grafana's rangeutil.roundInterval: (below this many ms, use this many ms)
+ROUND_INTERVAL_MS = [
+    (10, 1), (15, 10), (35, 20), (75, 50), (150, 100), (350, 200), (750, 500), (1500, 1000),
+    (3500, 2000), (7500, 5000), (12500, 10000), (17500, 15000), (25000, 20000), (45000, 30000),
+    (90000, 60000), (210000, 120000), (450000, 300000), (750000, 600000), (1050000, 900000),
+    (1500000, 1200000), (2700000, 1800000), (5400000, 3600000), (9000000, 7200000),
+    (16200000, 10800000), (32400000, 21600000), (86400000, 43200000), (604800000, 86400000),
+    (1814400000, 604800000), (3628800000, 2592000000),
+]
+
+
 def grafana_interval(range_s, max_points, min_interval_s):
-    """$__interval: range / max data points, rounded the way Grafana rounds
-    (kbn.roundInterval, simplified to its steps), never below the min interval."""
-    raw = range_s / max(max_points, 1)
-    steps = [0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120,
-             300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200, 86400]
-    rounded = next((s for s in steps if raw <= s), steps[-1])
-    return max(rounded, min_interval_s)
+    """$__interval: range / max data points, rounded as Grafana's roundInterval does,
+    never below the data source's min interval (its scrape interval)."""
+    raw_ms = range_s * 1000 / max(max_points, 1)
+    rounded = next((r for limit, r in ROUND_INTERVAL_MS if raw_ms < limit), 31536000000)
+    return max(rounded / 1000, min_interval_s)
 
 
 class Context:

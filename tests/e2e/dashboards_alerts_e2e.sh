@@ -128,6 +128,18 @@ query "memcg:reclaim_stalls:rate2m{cgroup=\"$storm_label\"}" | python3 -c '
 import json,sys; r=json.load(sys.stdin)["data"]["result"]; print("storm: stalls/s (2m) now", [x["value"][1] for x in r])'
 check "(c) MemcgReclaimStallLatencyHigh fires for the storm cgroup (within ${fire_deadline}s)" [ -n "$fired_at" ]
 
+# Every rule of the file evaluates on real data without error (a matching error would
+# silently keep an alert from ever firing).
+rules_health() {
+  curl -fsS "$purl/api/v1/rules" | python3 -c '
+import json, sys
+rules = [r for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]]
+bad = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
+print("rules: %d evaluated, %d not ok %s" % (len(rules), len(bad), bad))
+sys.exit(1 if bad or not rules else 0)'
+}
+check "every rule of alerts/memcg_exporter.rules.yml evaluates without error" rules_health
+
 # (b) every dashboard query, over the run so far, against this Prometheus.
 check "(b) every dashboard query runs; core panels have data for $storm_label" \
   python3 "$here/dashboards_promql.py" queries --prometheus "$purl" \

@@ -3,7 +3,7 @@
 # second and evaluates alerts/memcg_exporter.rules.yml unchanged, while a real reclaim
 # storm runs in one test memcg and another sits idle.
 #   (c) MemcgReclaimStallLatencyHigh fires for the storm cgroup, and no alert of ours
-#       ever fires (nor pends) for the idle one;
+#       ever fires (nor pends) for the idle one; every rule evaluates without error;
 #   (b) every PromQL expression of dashboards/*.json (panel targets, template variables,
 #       annotations), with Grafana's variables substituted, runs without error against
 #       that Prometheus, and the core panels return data for the storm cgroup.

@@ -23,19 +23,32 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+serving() {  # serving PID URL SECONDS: the process answers URL; false as soon as it exits
+  local deadline=$((SECONDS + $3))
+  while [ $SECONDS -lt $deadline ] && kill -0 "$1" 2>/dev/null; do
+    curl -fsS -o /dev/null "$2" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
 
 tables=()
 for mode in v1 v2 hybrid; do
-  port=$(free_port)
-  "$exporter" --web.listen-address="127.0.0.1:$port" \
-    --path.cgroupfs="$repo/tests/fixtures/cgroupfs/$mode" --path.procfs="$repo/tests/fixtures/procfs" \
-    --path.tracefs="$tmp/no-tracefs" --collector.vmscan.instance="memcg_exporter_test_alerts_names_$$" \
-    --collector.vmscan.locks --collector.vmscan.lock-callers --collector.vmscan.lru-detail \
-    --collector.vmscan.shrink-slab --collector.taskstats \
-    --controller.enable --controller.dry-run --controller.journal="$tmp/journal" 2>"$tmp/$mode.log" &
-  pid=$!
-  if ! wait_http "http://127.0.0.1:$port/-/healthy" 10 ||
-     ! curl -fsS "http://127.0.0.1:$port/api/v1/metrics" -o "$tmp/$mode.json"; then
+  # A port free a moment ago can be taken by then (another test's outgoing connection
+  # in the ephemeral range): a few tries.
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    "$exporter" --web.listen-address="127.0.0.1:$port" \
+      --path.cgroupfs="$repo/tests/fixtures/cgroupfs/$mode" --path.procfs="$repo/tests/fixtures/procfs" \
+      --path.tracefs="$tmp/no-tracefs" --collector.vmscan.instance="memcg_exporter_test_alerts_names_$$" \
+      --collector.vmscan.locks --collector.vmscan.lock-callers --collector.vmscan.lru-detail \
+      --collector.vmscan.shrink-slab --collector.taskstats \
+      --controller.enable --controller.dry-run --controller.journal="$tmp/journal" 2>"$tmp/$mode.log" &
+    pid=$!
+    serving "$pid" "http://127.0.0.1:$port/-/healthy" 10 && break
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""
+  done
+  if [ -z "$pid" ] || ! curl -fsS "http://127.0.0.1:$port/api/v1/metrics" -o "$tmp/$mode.json"; then
     echo "FAIL the exporter did not serve /api/v1/metrics on the $mode fixture"; tail -5 "$tmp/$mode.log"
     exit 1
   fi

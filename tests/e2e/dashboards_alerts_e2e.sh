@@ -55,15 +55,30 @@ mkdir "$storm" "$idle" || exit 1
 echo $((64 << 20)) > "$storm/memory.limit_in_bytes"
 echo $((128 << 20)) > "$idle/memory.limit_in_bytes"
 
-eport=$(free_port); pport=$(free_port)
-"$exporter" --web.listen-address="127.0.0.1:$eport" \
-  --cgroup.include="/|/memcg_exporter_test_alerts_.*" \
-  --collector.vmscan.instance="memcg_exporter_test_alerts_$$" --collector.vmscan.locks \
-  --collector.taskstats \
-  --controller.enable --controller.allow="/memcg_exporter_test_alerts_none" \
-  --controller.journal="$tmp/journal" 2>"$tmp/exporter.log" &
-pids+=($!)
-check "exporter ready" wait_http "http://127.0.0.1:$eport/-/ready" 15
+serving() {  # serving PID URL SECONDS: the process answers URL; false as soon as it exits
+  local deadline=$((SECONDS + $3))
+  while [ $SECONDS -lt $deadline ] && kill -0 "$1" 2>/dev/null; do
+    curl -fsS -o /dev/null "$2" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# A port free a moment ago can be taken by then (an outgoing connection in the ephemeral
+# range): a few tries for each server.
+for _ in 1 2 3 4 5; do
+  eport=$(free_port)
+  "$exporter" --web.listen-address="127.0.0.1:$eport" \
+    --cgroup.include="/|/memcg_exporter_test_alerts_.*" \
+    --collector.vmscan.instance="memcg_exporter_test_alerts_$$" --collector.vmscan.locks \
+    --collector.taskstats \
+    --controller.enable --controller.allow="/memcg_exporter_test_alerts_none" \
+    --controller.journal="$tmp/journal" 2>"$tmp/exporter.log" &
+  epid=$!
+  serving $epid "http://127.0.0.1:$eport/-/ready" 15 && break
+  kill $epid 2>/dev/null; wait $epid 2>/dev/null; epid=""
+done
+[ -n "$epid" ] && pids+=($epid)
+check "exporter ready" [ -n "$epid" ]
 
 cat > "$tmp/prometheus.yml" <<YML
 global:
@@ -77,10 +92,20 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$eport']
 YML
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-check "prometheus ready" wait_http "http://127.0.0.1:$pport/-/ready" 30
+for _ in 1 2 3 4 5; do
+  pport=$(free_port)
+  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
+  ppid=$!
+  serving $ppid "http://127.0.0.1:$pport/-/ready" 30 && break
+  kill $ppid 2>/dev/null; wait $ppid 2>/dev/null; ppid=""
+done
+[ -n "$ppid" ] && pids+=($ppid)
+check "prometheus ready" [ -n "$ppid" ]
+if [ $fail -gt 0 ]; then
+  tail -5 "$tmp/exporter.log" "$tmp/prometheus.log"
+  summary "dashboards/alerts e2e"; exit 1
+fi
 purl="http://127.0.0.1:$pport"
 query() { curl -fsS -G "$purl/api/v1/query" --data-urlencode "query=$1"; }
 count_of() {  # count_of PROMQL -> number of series in an instant result

@@ -193,15 +193,16 @@ check "(c) no alert ever pending or firing for the idle cgroup" \
 check "(c) its stall p99 never crossed the threshold" \
   [ "$(count_of "max_over_time(memcg:reclaim_stall_seconds:p99_2m{cgroup=\"$idle_label\"}[$((elapsed + 30))s]) > on() group_left() memcg_exporter:threshold:reclaim_stall_p99_seconds")" = 0 ]
 
-# Which alerts fired in this run, for which cgroup, and when.
-curl -fsS -G "$purl/api/v1/query_range" --data-urlencode 'query=ALERTS{alertstate="firing"}' \
+# Which alerts pended or fired in this run, for which cgroup, and when.
+curl -fsS -G "$purl/api/v1/query_range" --data-urlencode 'query=ALERTS' \
   --data-urlencode "start=$t0_unix" --data-urlencode "end=$(date +%s)" --data-urlencode step=1 |
   python3 -c '
 import json, sys
 t0 = float(sys.argv[1])
-for s in json.load(sys.stdin)["data"]["result"]:
+rows = sorted(json.load(sys.stdin)["data"]["result"], key=lambda s: (s["metric"]["alertname"], s["metric"].get("cgroup", ""), s["metric"]["alertstate"] != "pending"))
+for s in rows:
     m = s["metric"]
-    print("fired: %-32s cgroup=%-44s from +%ds to +%ds" % (m["alertname"], m.get("cgroup", "-"),
+    print("%-7s %-32s cgroup=%-44s from +%ds to +%ds" % (m["alertstate"] + ":", m["alertname"], m.get("cgroup", "-"),
           float(s["values"][0][0]) - t0, float(s["values"][-1][0]) - t0))' "$t0_unix"
 
 if [ $fail -gt 0 ]; then

@@ -106,6 +106,7 @@ std::unique_ptr<Collector> makePressureCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makeVmstatCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makeTaskstatsCollector(const CollectorConfig&);
 std::unique_ptr<Collector> makeVmscanCollector(const CollectorConfig&);
+std::unique_ptr<Collector> makeKubepodsCollector(const CollectorConfig&);
 
 /// The getdelays table (one row per task) of the cgroup directory, as JSON,
 /// from a collector made by makeTaskstatsCollector (for /api/v1/delays).

@@ -54,6 +54,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
       {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
        makePressureCollector},
       {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+      {"kubepods", true, false,
+       "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths "
+       "(memcg_cgroup_info; reads no file)",
+       makeKubepodsCollector},
       {"vmscan", true, true,
        "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "
        "counts and stalls, LRU scans, kswapd, migrations (needs root)",

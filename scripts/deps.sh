@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries
-#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
+#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, the
+#                   deployment checks' tools)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
-test=(prometheus curl)
+# deployment checks (tests/deploy): compose, yamllint, amtool, the Kubernetes
+# schema validator (npm, into the build tree), python3 + yaml, the .deb (dpkg-dev
+# for dpkg-shlibdeps, systemd-analyze)
+test=(prometheus curl docker-compose yamllint prometheus-alertmanager nodejs npm python3
+      python3-yaml dpkg-dev binutils systemd)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

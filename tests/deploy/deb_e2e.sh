@@ -64,6 +64,13 @@ if command -v systemd-analyze >/dev/null; then
     echo "FAIL: systemd-analyze verify complains about the unit"; exit 1
   fi
   echo "systemd-analyze verify: clean"
+  # The hardening, as systemd scores it (lower is tighter): a regression gate.
+  score=$(systemd-analyze security --offline=true /usr/lib/systemd/system/memcg_exporter.service 2>/dev/null |
+          sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+  echo "systemd-analyze security: exposure ${score:-?} (gate: <= 5.0)"
+  if [ -n "$score" ] && ! awk -v s="$score" 'BEGIN { exit !(s <= 5.0) }'; then
+    echo "FAIL: the unit's hardening regressed"; exit 1
+  fi
 else
   echo "note: systemd-analyze not installed: the unit is not verified"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The deployment files' checks (ctest lint.deploy_*). No container engine needed.
-#   lint.sh yamllint|compose|promtool|amtool|kubernetes <source dir> <build dir>
+#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join <source dir> <build dir>
 # Exit 77 (skipped) when a tool is missing or, for amtool, when
 # alerts/alertmanager.yml is not on this branch yet.
 set -euo pipefail
@@ -62,5 +62,20 @@ case $what in
     fi
     node tests/deploy/k8s_validate.mjs "$tools/node_modules" deploy/kubernetes/*.yaml
     ;;
-  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes <src> <build>" >&2; exit 2 ;;
+  join)
+    need promtool
+    # The README's kubepods join, evaluated by Prometheus' rule engine on
+    # series shaped like the exporter's and kube-state-metrics'.
+    promtool test rules tests/deploy/kubepods_join_test.yml
+    python3 - "$src" <<'PY'
+import re, sys, yaml
+src = sys.argv[1]
+expr = yaml.safe_load(open(src + "/tests/deploy/kubepods_join.rules.yml"))["groups"][0]["rules"][0]["expr"]
+norm = lambda s: " ".join(s.split())
+if norm(expr) not in norm(open(src + "/README.md").read()):
+    sys.exit("README.md does not show the tested join (tests/deploy/kubepods_join.rules.yml) verbatim")
+print("README's join is the tested one")
+PY
+    ;;
+  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join <src> <build>" >&2; exit 2 ;;
 esac

@@ -39,7 +39,7 @@ echo "built $(basename "$deb") ($(stat -c %s "$deb") bytes)"
 dpkg-deb -f "$deb" Package Version Depends
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {sub(/^\./, "", $6); print $6}' | sort > "$tmp/deb.files"
 DESTDIR=$tmp/stage cmake --install "$build" --prefix /usr --strip >/dev/null
-sort "$build/install_manifest.txt" > "$tmp/manifest.files"
+sort -u "$build/install_manifest.txt" > "$tmp/manifest.files"
 echo "package: $(wc -l < "$tmp/deb.files") files; install manifest (prefix /usr): $(wc -l < "$tmp/manifest.files") files"
 if ! diff -u "$tmp/manifest.files" "$tmp/deb.files"; then
   echo "FAIL: the package's files are not the install manifest"; exit 1

@@ -13,7 +13,7 @@
 3. The runtime stage installs exactly the Debian packages that own the shared
    libraries the installed ELF files need (readelf NEEDED -> dpkg -S), besides
    libc6 which debian:12 has.
-4. The runtime stage runs as a non-root USER by default.
+4. The runtime stage runs as a non-root USER by default; the staged binary runs.
 """
 import os
 import re
@@ -126,6 +126,12 @@ def main():
                  f"only in manifest {sorted(manifest - image)}")
         if not any(p == prefix + "/bin/memcg_exporter" for p in image):
             fail(f"{prefix}/bin/memcg_exporter is not installed")
+        # The staged tree runs.
+        r = subprocess.run([stage + prefix + "/bin/memcg_exporter", "--version"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or "memcg_exporter, version" not in r.stdout:
+            fail(f"the staged binary does not run: {r.stdout}{r.stderr}")
+        print("staged binary: " + r.stdout.strip())
 
         # 3. Runtime packages = owners of the NEEDED libraries.
         needed = set()

@@ -11,8 +11,9 @@ other than 404. Read from:
   ports, mounts), docker/prometheus.yml and deploy/kubernetes/prometheus-scrape.yml
   (targets, metrics_path), deploy/kubernetes/*.yaml (args, ports, probes, mounts,
   Service, ServiceMonitor), packaging/systemd/memcg_exporter.service (ExecStart),
-  packaging/default/memcg_exporter (ARGS, examples included), and
-  alerts/alertmanager.yml when present (the webhook's URL).
+  packaging/default/memcg_exporter (ARGS, examples included), the code blocks of
+  README.md and docker/README.md, and alerts/alertmanager.yml when present (the
+  webhook's URL).
 """
 import glob
 import json
@@ -218,6 +219,15 @@ def main():
     defaults = open(os.path.join(src, "packaging/default/memcg_exporter")).read()
     for m in re.finditer(r'^#?\s*ARGS="([^"]*)"$', defaults, re.M):
         ex.check_args("packaging/default/memcg_exporter", shlex.split(m.group(1)))
+
+    # The run commands of the docs: exporter flags in their code blocks.
+    prefixes = ("web.", "path.", "collector.", "no-collector.", "cgroup.", "controller.", "log.")
+    for doc in ("README.md", "docker/README.md"):
+        text = open(os.path.join(src, doc)).read()
+        for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.M | re.S):
+            for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_.-]*(?:=[^\s\\'\"]+|='[^']*')?)", block):
+                if flag[2:].startswith(prefixes):
+                    ex.check_flag(f"{doc} code block", flag.replace("'", ""))
 
     # Alertmanager's webhook to the exporter (the alerts/ folder, when present).
     am = os.path.join(src, "alerts/alertmanager.yml")

@@ -85,7 +85,8 @@ class Exporter:
             name, value = self.check_flag(where, a)
             got[name] = value
         for name, value in got.items():
-            if name.startswith("path.") and value and mounts is not None:
+            if (name.startswith("path.") or name == "controller.token-file") and value and \
+                    mounts is not None:
                 checked["mounts"] += 1
                 if not any(value == m or value.startswith(m.rstrip("/") + "/") for m in mounts):
                     err(where, f"--{name}={value} is not under any mount {sorted(mounts)}")
@@ -97,6 +98,27 @@ class Exporter:
 
     def telemetry_path(self, got):
         return got.get("web.telemetry-path") or self.flags["web.telemetry-path"]["default"]
+
+
+def json_patch(doc, ops):
+    """RFC 6902 add, replace and test (what the deploy patches use)."""
+    for op in ops:
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
+        parent = doc
+        for k in keys[:-1]:
+            parent = parent[int(k)] if isinstance(parent, list) else parent[k]
+        last = keys[-1]
+        if op["op"] == "test":
+            cur = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+            if cur != op["value"]:
+                err(op["path"], f"patch test failed: {cur!r} != {op['value']!r}")
+        elif op["op"] == "replace" or not isinstance(parent, list):
+            parent[last] = op["value"]
+        elif last == "-":
+            parent.append(op["value"])
+        else:
+            parent.insert(int(last), op["value"])
+    return doc
 
 
 def port_eq(where, what, got, want):
@@ -133,6 +155,11 @@ def main():
             base_mounts = mounts
         if "command" in svc:
             got = ex.check_args(rel(f), svc["command"], mounts)
+            cg = [v for v in svc.get("volumes", []) if v.split(":")[1] == got.get("path.cgroupfs")]
+            want = "ro" if "controller.enable" not in got else "rw"
+            if len(cg) != 1 or cg[0].split(":")[-1] != want:
+                err(rel(f), f"the cgroupfs volume must be :{want} (controller "
+                            f"{'off' if want == 'ro' else 'on'})")
             compose_port = ex.listen_port(got)
             compose_got = got
         for p in svc.get("ports", []):
@@ -141,7 +168,13 @@ def main():
     # Kubernetes objects.
     kdocs = []
     for f in sorted(glob.glob(os.path.join(src, "deploy/kubernetes/*.yaml"))):
-        kdocs += [(rel(f), d) for d in yaml.safe_load_all(open(f)) if d]
+        if not f.endswith("-patch.yaml"):
+            kdocs += [(rel(f), d) for d in yaml.safe_load_all(open(f)) if d]
+    # A *-patch.yaml (RFC 6902) makes a variant of the DaemonSet: checked too.
+    for f in sorted(glob.glob(os.path.join(src, "deploy/kubernetes/*-patch.yaml"))):
+        where, ds = next((w, d) for w, d in kdocs if d["kind"] == "DaemonSet")
+        kdocs.append((f"{where} + {rel(f)}", json_patch(json.loads(json.dumps(ds)),
+                                                         yaml.safe_load(open(f)))))
     named_ports = {}
     for where, d in kdocs:
         if d["kind"] != "DaemonSet":
@@ -151,6 +184,13 @@ def main():
             mounts = [m["mountPath"] for m in c.get("volumeMounts", [])]
             got = ex.check_args(where, c.get("args", []), mounts)
             port = ex.listen_port(got)
+            # cgroupfs is read-only unless the controller is on.
+            cg = [m for m in c.get("volumeMounts", [])
+                  if m["mountPath"] == got.get("path.cgroupfs")]
+            want_ro = "controller.enable" not in got
+            if len(cg) != 1 or bool(cg[0].get("readOnly")) != want_ro:
+                err(where, f"the cgroupfs mount must be readOnly: {want_ro} "
+                           f"(controller {'off' if want_ro else 'on'})")
             for p in c.get("ports", []):
                 port_eq(where, f"containerPort {p.get('name')}", p["containerPort"], port)
                 named_ports[p.get("name")] = p["containerPort"]

@@ -6,6 +6,7 @@
 #include "collectors/kubepods.h"
 
 #include <array>
+#include <span>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -79,7 +80,7 @@ constexpr std::array<std::string_view, 3> kRuntimePrefixes = {"cri-containerd-",
                                                               "docker-"};
 
 // rest = the components after "kubepods" (cgroupfs driver).
-std::optional<PodCgroup> parseCgroupfs(const std::vector<std::string_view>& rest) {
+std::optional<PodCgroup> parseCgroupfs(std::span<const std::string_view> rest) {
   PodCgroup out;
   size_t i = 0;
   if (rest.empty()) return std::nullopt;
@@ -110,7 +111,7 @@ std::optional<PodCgroup> parseCgroupfs(const std::vector<std::string_view>& rest
 // prefix = the root slice's name without ".slice" ("kubepods", "foo-kubepods");
 // rest = the components after it (systemd driver).
 std::optional<PodCgroup> parseSystemd(std::string_view prefix,
-                                      const std::vector<std::string_view>& rest) {
+                                      std::span<const std::string_view> rest) {
   const std::string level = std::string(prefix) + "-";
   auto slice = [&](std::string_view s,
                    std::string_view parent) -> std::optional<std::string_view> {
@@ -175,8 +176,7 @@ std::string_view qosName(QosClass q) {
 std::optional<PodCgroup> parsePath(std::string_view cgroupPath) {
   const auto comps = components(cgroupPath);
   for (size_t i = 0; i < comps.size(); ++i) {
-    std::vector<std::string_view> rest(comps.begin() + static_cast<long>(i) + 1,
-                                       comps.end());
+    const auto rest = std::span<const std::string_view>(comps).subspan(i + 1);
     std::string_view c = comps[i];
     if (c == "kubepods") {
       if (auto r = parseCgroupfs(rest)) return r;

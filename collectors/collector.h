@@ -61,5 +61,6 @@ std::unique_ptr<Collector> makeMemoryEventsCollector();
 std::unique_ptr<Collector> makeReclaimStatCollector();
 std::unique_ptr<Collector> makePressureCollector(const std::string& procfs);
 std::unique_ptr<Collector> makeVmstatCollector(const std::string& procfs);
+std::unique_ptr<Collector> makeKubepodsCollector();
 
 }  // namespace memcg

@@ -64,6 +64,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
        [](const CollectorInputs& in) { return makePressureCollector(in.procfsRoot); }},
       {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat",
        [](const CollectorInputs& in) { return makeVmstatCollector(in.procfsRoot); }},
+      {"kubepods", true, false,
+       "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths "
+       "(memcg_cgroup_info; reads no file)",
+       [](const CollectorInputs&) { return makeKubepodsCollector(); }},
       {"vmscan", true, true,
        "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "
        "counts and stalls, LRU scans, kswapd, migrations (needs root)",

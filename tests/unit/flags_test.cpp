@@ -18,7 +18,7 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(o.telemetryPath, "/metrics");
   EXPECT_EQ(o.discovery.cgroupfsRoot, "/sys/fs/cgroup");
   auto on = o.enabledCollectors();
-  EXPECT_EQ(on.size(), 7u);  // every default-on collector, vmscan included
+  EXPECT_EQ(on.size(), 8u);  // every default-on collector, vmscan and kubepods included
   EXPECT_EQ(std::count(on.begin(), on.end(), "taskstats"), 0);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "collectors/collector.h"
+#include "collectors/registry.h"
 #include "metrics/text_format.h"
 
 namespace memcg {

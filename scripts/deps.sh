@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries
-#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
+#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, python3 and
+#                   python3-snappy for the PromQL agreement test's remote write)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
-test=(prometheus curl)
+test=(prometheus curl python3 python3-snappy)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

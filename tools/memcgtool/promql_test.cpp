@@ -360,6 +360,89 @@ bool parseDur(const std::string& s, int64_t& ms) {
   return false;
 }
 
+void pinAt(promql::Expr* e, int64_t ts, bool frozen, bool& unsafe) {
+  using promql::NodeKind;
+  auto pin = [&](promql::AtModifier& at) {
+    if (!frozen && at.kind == promql::AtKind::kNone) {
+      at.kind = promql::AtKind::kTimestamp;
+      at.ms = ts;
+    }
+  };
+  switch (e->kind) {
+    case NodeKind::kVectorSelector: pin(static_cast<promql::VectorSelector*>(e)->at); break;
+    case NodeKind::kMatrixSelector: pin(static_cast<promql::MatrixSelector*>(e)->vs->at); break;
+    case NodeKind::kSubquery: {
+      auto* sq = static_cast<promql::SubqueryExpr*>(e);
+      pin(sq->at);
+      pinAt(sq->expr.get(), ts, frozen || sq->at.kind != promql::AtKind::kNone, unsafe);
+      break;
+    }
+    case NodeKind::kParen: pinAt(static_cast<promql::ParenExpr*>(e)->expr.get(), ts, frozen, unsafe); break;
+    case NodeKind::kUnary: pinAt(static_cast<promql::UnaryExpr*>(e)->expr.get(), ts, frozen, unsafe); break;
+    case NodeKind::kBinary: {
+      auto* b = static_cast<promql::BinaryExpr*>(e);
+      pinAt(b->lhs.get(), ts, frozen, unsafe);
+      pinAt(b->rhs.get(), ts, frozen, unsafe);
+      break;
+    }
+    case NodeKind::kAggregate: {
+      auto* a = static_cast<promql::AggregateExpr*>(e);
+      if (a->param) pinAt(a->param.get(), ts, frozen, unsafe);
+      pinAt(a->expr.get(), ts, frozen, unsafe);
+      break;
+    }
+    case NodeKind::kCall: {
+      auto* c = static_cast<promql::Call*>(e);
+      static const char* const kUnsafe[] = {"days_in_month", "day_of_month", "day_of_week",
+                                            "day_of_year", "hour", "minute", "month", "year",
+                                            "predict_linear", "time", "timestamp"};
+      for (const char* n : kUnsafe) {
+        if (std::strcmp(c->func->name, n) == 0) unsafe = true;
+      }
+      for (auto& a : c->args) pinAt(a.get(), ts, frozen, unsafe);
+      break;
+    }
+    default: break;
+  }
+}
+
+// Runs one instant evaluation at t (and, as 2.42 does, the same query as a
+// range query around t); empty when it matches the expectation.
+std::string checkInstant(const EvalCmd& c, const promql::Engine& engine,
+                         const promql::MemoryStorage& storage, const promql::Expr& expr, int64_t t,
+                         const ScriptOptions& opts) {
+  auto r = engine.instantQuery(storage, expr, t);
+  if (!r.ok()) {
+    if (c.fail) return {};
+    return "error evaluating query: " + r.error().detail;
+  }
+  if (c.fail) return "expected an error but got none";
+  std::string diff = compareInstant(c, *r, opts.epsilon, c.ordered);
+  if (!diff.empty()) {
+    return diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" + describeVector(*r);
+  }
+  if (!opts.checkRangeMode || c.ordered) return {};
+  auto rr = engine.rangeQuery(storage, expr, t - 60000, t + 60000, 60000);
+  if (!rr.ok()) return "error evaluating query in range mode: " + rr.error().detail;
+  promql::QueryResult mid;
+  mid.type = r->type == promql::ValueType::kScalar ? promql::ValueType::kScalar
+                                                    : promql::ValueType::kVector;
+  for (const auto& s : rr->series) {
+    for (const auto& p : s.points) {
+      if (p.t == t) {
+        mid.series.push_back({s.labels, {p}});
+        mid.scalar = p.v;
+      }
+    }
+  }
+  diff = compareInstant(c, mid, opts.epsilon, false);
+  if (!diff.empty()) {
+    return "range mode: " + diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" +
+           describeVector(mid);
+  }
+  return {};
+}
+
 EvalOutcome runEval(const EvalCmd& c, const promql::MemoryStorage& storage, const ScriptOptions& opts) {
   EvalOutcome o{EvalOutcome::Kind::kPassed, c.line, c.text, {}};
   auto parsed = promql::parseExpr(c.expr);
@@ -396,50 +479,28 @@ EvalOutcome runEval(const EvalCmd& c, const promql::MemoryStorage& storage, cons
     }
     return o;
   }
-  auto r = engine.instantQuery(storage, expr, c.start);
-  if (!r.ok()) {
-    if (c.fail) return o;
-    o.kind = EvalOutcome::Kind::kFailed;
-    o.message = "error evaluating query: " + r.error().detail;
-    return o;
-  }
-  if (c.fail) {
-    o.kind = EvalOutcome::Kind::kFailed;
-    o.message = "expected an error but got none";
-    return o;
-  }
-  std::string diff = compareInstant(c, *r, opts.epsilon, c.ordered);
-  if (!diff.empty()) {
-    o.kind = EvalOutcome::Kind::kFailed;
-    o.message = diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" + describeVector(*r);
-    return o;
-  }
-  // As 2.42's runner: the same query as a range query around t must agree
-  // at t (ordering is not defined for range queries).
-  if (opts.checkRangeMode && !c.ordered) {
-    auto rr = engine.rangeQuery(storage, expr, c.start - 60000, c.start + 60000, 60000);
-    if (!rr.ok()) {
-      o.kind = EvalOutcome::Kind::kFailed;
-      o.message = "error evaluating query in range mode: " + rr.error().detail;
-      return o;
-    }
-    promql::QueryResult mid;
-    mid.type = r->type;
-    for (const auto& s : rr->series) {
-      for (const auto& p : s.points) {
-        if (p.t == c.start) {
-          mid.series.push_back({s.labels, {p}});
-          if (r->type == promql::ValueType::kScalar) mid.scalar = p.v;
+  std::string diff = checkInstant(c, engine, storage, expr, c.start, opts);
+  if (diff.empty()) {
+    // As 2.42's runner: pin every selector to the eval time with @ and
+    // evaluate at other times; the answer must not change.
+    bool unsafe = false;
+    pinAt(parsed->get(), c.start, false, unsafe);
+    if (!unsafe) {
+      std::vector<int64_t> times = {-10 * c.start, 0, c.start / 5, c.start, 10 * c.start};
+      if (c.start == 0) times = {-1000, 0, 1000};
+      for (int64_t t : times) {
+        diff = checkInstant(c, engine, storage, expr, t, opts);
+        if (!diff.empty()) {
+          diff = "with every selector pinned by @ " + std::to_string(c.start) +
+                 " ms, evaluated at " + std::to_string(t) + " ms: " + diff;
+          break;
         }
       }
     }
-    if (r->type != promql::ValueType::kScalar) mid.type = promql::ValueType::kVector;
-    std::string d2 = compareInstant(c, mid, opts.epsilon, false);
-    if (!d2.empty()) {
-      o.kind = EvalOutcome::Kind::kFailed;
-      o.message = "range mode: " + d2 + "\n  expected:\n" + describeExpected(c) + "  got:\n" +
-                  describeVector(mid);
-    }
+  }
+  if (!diff.empty()) {
+    o.kind = EvalOutcome::Kind::kFailed;
+    o.message = diff;
   }
   return o;
 }

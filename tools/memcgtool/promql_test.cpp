@@ -363,7 +363,8 @@ bool parseDur(const std::string& s, int64_t& ms) {
 void pinAt(promql::Expr* e, int64_t ts, bool frozen, bool& unsafe) {
   using promql::NodeKind;
   auto pin = [&](promql::AtModifier& at) {
-    if (!frozen && at.kind == promql::AtKind::kNone) {
+    // start()/end() count as unset: 2.42 keeps them apart from the timestamp.
+    if (!frozen && at.kind != promql::AtKind::kTimestamp) {
       at.kind = promql::AtKind::kTimestamp;
       at.ms = ts;
     }
@@ -374,7 +375,7 @@ void pinAt(promql::Expr* e, int64_t ts, bool frozen, bool& unsafe) {
     case NodeKind::kSubquery: {
       auto* sq = static_cast<promql::SubqueryExpr*>(e);
       pin(sq->at);
-      pinAt(sq->expr.get(), ts, frozen || sq->at.kind != promql::AtKind::kNone, unsafe);
+      pinAt(sq->expr.get(), ts, frozen || sq->at.kind == promql::AtKind::kTimestamp, unsafe);
       break;
     }
     case NodeKind::kParen: pinAt(static_cast<promql::ParenExpr*>(e)->expr.get(), ts, frozen, unsafe); break;

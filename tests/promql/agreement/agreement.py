@@ -253,7 +253,9 @@ def promtool_check(promtool, blocks, end_ms, cases, workdir):
     with reflect.DeepEqual), as are expressions with string-typed label arguments it would
     reject... none here. Returns (number of cases, ok, output).
     """
-    lines = ["rule_files: []", "evaluation_interval: 5m", "tests:", "  - interval: 1s",
+    # evaluation_interval is also the default subquery step: 1m, as on the server (its
+    # global default) and in the test-script runner.
+    lines = ["rule_files: []", "evaluation_interval: 1m", "tests:", "  - interval: 1s",
              "    input_series:"]
     for b in blocks:
         f = b.step_ms // 1000

@@ -261,7 +261,8 @@ class Prometheus:
         self.dir = tempfile.mkdtemp(prefix=self.tmp_prefix)
         cfg = os.path.join(self.dir, "prometheus.yml")
         with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+            # evaluation_interval is the default subquery step ([10m:]).
+            f.write("global:\n  scrape_interval: 1h\n  evaluation_interval: 1m\nscrape_configs: []\n")
         self.port = free_port()
         self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
         args = [self.binary, "--config.file=" + cfg,

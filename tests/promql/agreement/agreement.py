@@ -358,7 +358,7 @@ def main():
     recheck = []  # (kind, params, response)
     stats = {"instant": 0, "range": 0, "fail": 0, "ordered": 0, "skipped_ties": 0}
     times_seen = set()
-    with Prometheus(prom_bin) as prom:
+    with Prometheus(prom_bin, tmp_parent=str(out_dir)) as prom:
         # Send in time windows, every series in order: the head only takes in-order samples.
         all_series = [s for b in blocks for s in b.samples()]
         win = 120_000

@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 # The staleness marker Prometheus writes when a series disappears (value.StaleNaN).
 STALE_BITS = 0x7FF0000000000002
@@ -240,8 +241,10 @@ def _die_with_parent():
 class Prometheus:
     """A Prometheus server on 127.0.0.1:<free port> with its own temp storage dir."""
 
-    def __init__(self, binary="prometheus", extra_args=(), tmp_prefix="memcg_exporter_test_promql_"):
+    def __init__(self, binary="prometheus", extra_args=(), tmp_prefix="memcg_exporter_test_promql_",
+                 tmp_parent=None):
         self.binary = binary
+        self.tmp_parent = tmp_parent
         self.extra_args = list(extra_args)
         self.tmp_prefix = tmp_prefix
         self.proc = None
@@ -258,7 +261,11 @@ class Prometheus:
         return False
 
     def start(self):
-        self.dir = tempfile.mkdtemp(prefix=self.tmp_prefix)
+        if self.tmp_parent is not None:
+            # Left over only if a run was SIGKILLed (the server itself dies with us).
+            for old in Path(self.tmp_parent).glob(self.tmp_prefix + "*"):
+                shutil.rmtree(old, ignore_errors=True)
+        self.dir = tempfile.mkdtemp(prefix=self.tmp_prefix, dir=self.tmp_parent)
         cfg = os.path.join(self.dir, "prometheus.yml")
         with open(cfg, "w") as f:
             # evaluation_interval is the default subquery step ([10m:]).

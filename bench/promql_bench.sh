@@ -8,7 +8,7 @@
 # env:   BUILD_DIR=build (configured here with -DBUILD_BENCH=ON if it is not yet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh bench
+scripts/deps.sh test  # prometheus, python3: all this benchmark needs
 build=${BUILD_DIR:-build}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_BENCH=ON >/dev/null

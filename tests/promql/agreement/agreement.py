@@ -300,7 +300,7 @@ def promtool_check(promtool, blocks, end_ms, cases, workdir):
         return n, 0, False, out
     for _, _, exp, got in cases:
         e, g = _parse_promtool_samples(exp), _parse_promtool_samples(got)
-        if len(e) != len(g) or any(le != lg or not _close(ve, vg, 1e-12) for (le, ve), (lg, vg) in zip(e, g)):
+        if len(e) != len(g) or any(le != lg or not _close(ve, vg, 1e-9) for (le, ve), (lg, vg) in zip(e, g)):
             return n, len(cases), False, out
     return n, len(cases), True, out
 

@@ -30,6 +30,10 @@ bool validLabelName(std::string_view s) {
 }
 
 bool goParseFloat(std::string_view s, double& out) {
+  if (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) {
+    auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+    if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return true;
+  }
   std::string lower;
   for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   std::string_view b = lower;
@@ -68,29 +72,48 @@ std::string goFormatFloat(double v) {
 }
 
 const LSet* LabelPool::find(const Labels& ls, uint64_t h) const {
-  auto it = byHash_.find(h);
-  if (it == byHash_.end()) return nullptr;
-  for (const LSet* s : it->second) {
-    if (*s->ls == ls) return s;
+  if (table_.empty()) return nullptr;
+  size_t mask = table_.size() - 1;
+  for (size_t i = h & mask; table_[i] != nullptr; i = (i + 1) & mask) {
+    const LSet* s = table_[i];
+    if (s->hash == h && *s->ls == ls) return s;
   }
   return nullptr;
 }
 
-const LSet* LabelPool::intern(const Labels* external) {
-  uint64_t h = hashLabels(*external);
+const LSet* LabelPool::insert(const Labels* ls, uint64_t h) {
+  if ((count_ + 1) * 2 > table_.size()) {
+    std::vector<const LSet*> bigger(std::max<size_t>(64, table_.size() * 2), nullptr);
+    size_t mask = bigger.size() - 1;
+    for (const LSet* s : table_) {
+      if (s == nullptr) continue;
+      size_t i = s->hash & mask;
+      while (bigger[i] != nullptr) i = (i + 1) & mask;
+      bigger[i] = s;
+    }
+    table_ = std::move(bigger);
+  }
+  sets_.push_back({ls, h});
+  const LSet* s = &sets_.back();
+  size_t mask = table_.size() - 1;
+  size_t i = h & mask;
+  while (table_[i] != nullptr) i = (i + 1) & mask;
+  table_[i] = s;
+  ++count_;
+  return s;
+}
+
+const LSet* LabelPool::intern(const Labels* external, uint64_t hash) {
+  uint64_t h = hash != 0 ? hash : hashLabels(*external);
   if (const LSet* s = find(*external, h)) return s;
-  sets_.push_back({external, h});
-  byHash_[h].push_back(&sets_.back());
-  return &sets_.back();
+  return insert(external, h);
 }
 
 const LSet* LabelPool::intern(Labels&& owned) {
   uint64_t h = hashLabels(owned);
   if (const LSet* s = find(owned, h)) return s;
   owned_.push_back(std::move(owned));
-  sets_.push_back({&owned_.back(), h});
-  byHash_[h].push_back(&sets_.back());
-  return &sets_.back();
+  return insert(&owned_.back(), h);
 }
 
 Evaluator::Evaluator(const Storage& storage, const EngineOptions& opts, int64_t start,
@@ -103,8 +126,7 @@ Evaluator::Evaluator(const Storage& storage, const EngineOptions& opts, int64_t 
 Evaluator::~Evaluator() = default;
 
 const LSet* Evaluator::dropName(const LSet* s) {
-  auto it = dropNameCache_.find(s);
-  if (it != dropNameCache_.end()) return it->second;
+  if (s->dropped != nullptr) return s->dropped;
   const LSet* out = s;
   if (!labelValue(*s->ls, kMetricName).empty()) {
     Labels copy;
@@ -114,8 +136,33 @@ const LSet* Evaluator::dropName(const LSet* s) {
     }
     out = pool_.intern(std::move(copy));
   }
-  dropNameCache_.emplace(s, out);
+  s->dropped = out;
   return out;
+}
+
+const LSet* Evaluator::memoGet(const Expr* node, const LSet* s, double* num) {
+  if (s->memoNode == node) {
+    if (num != nullptr) *num = s->memoNum;
+    return s->memoVal;
+  }
+  if (s->memoNode == nullptr) return nullptr;
+  NodeCache& nc = cache(node);
+  auto it = nc.map.find(s);
+  if (it == nc.map.end()) return nullptr;
+  if (num != nullptr) *num = nc.nums[s];
+  return it->second;
+}
+
+void Evaluator::memoPut(const Expr* node, const LSet* s, const LSet* v, double num) {
+  if (s->memoNode == nullptr) {
+    s->memoNode = node;
+    s->memoVal = v;
+    s->memoNum = num;
+    return;
+  }
+  NodeCache& nc = cache(node);
+  nc.map.emplace(s, v);
+  if (num != 0) nc.nums[s] = num;
 }
 
 int64_t Evaluator::atTime(const AtModifier& at, int64_t ts) const {
@@ -139,12 +186,14 @@ const Evaluator::Selected& Evaluator::select(const VectorSelector* vs) {
   sel.sets.reserve(sel.series.size());
   sel.hasStale.reserve(sel.series.size());
   for (const auto& s : sel.series) {
-    sel.sets.push_back(pool_.intern(s.labels));
+    sel.sets.push_back(pool_.intern(s.labels, s.labelsHash));
     bool stale = false;
-    for (const auto& p : s.samples) {
-      if (isStaleNaN(p.v)) {
-        stale = true;
-        break;
+    if (s.mayHaveStale) {
+      for (const auto& p : s.samples) {
+        if (isStaleNaN(p.v)) {
+          stale = true;
+          break;
+        }
       }
     }
     sel.hasStale.push_back(stale);
@@ -179,14 +228,51 @@ Matrix Evaluator::evalMatrixSelector(const MatrixSelector* ms, int64_t ts) {
   m.rangeStart = m.rangeEnd - ms->range;
   m.range = ms->range;
   m.series.reserve(sel.series.size());
+  // Steps move forward: start from the last window and walk a few samples
+  // before falling back to a binary search.
+  NodeCache& nc = cache(ms);
+  constexpr uint32_t kUnset = UINT32_MAX;
+  if (nc.lo.size() != sel.series.size()) {
+    nc.lo.assign(sel.series.size(), kUnset);
+    nc.hi.assign(sel.series.size(), kUnset);
+  }
+  const int64_t mint = m.rangeStart, maxt = m.rangeEnd;
   for (size_t i = 0; i < sel.series.size(); ++i) {
     auto pts = sel.series[i].samples;
-    auto lo = std::lower_bound(pts.begin(), pts.end(), m.rangeStart,
-                               [](const Sample& s, int64_t r) { return s.t < r; });
-    auto hi = std::upper_bound(lo, pts.end(), m.rangeEnd,
-                               [](int64_t r, const Sample& s) { return r < s.t; });
-    if (lo == hi) continue;
-    std::span<const Sample> window(&*lo, static_cast<size_t>(hi - lo));
+    const size_t n = pts.size();
+    size_t lo = nc.lo[i], hi = nc.hi[i];
+    if (lo == kUnset || lo > n || (lo > 0 && pts[lo - 1].t >= mint)) {
+      lo = static_cast<size_t>(std::lower_bound(pts.begin(), pts.end(), mint,
+                                                [](const Sample& s, int64_t r) { return s.t < r; }) -
+                               pts.begin());
+    } else {
+      for (int k = 0; lo < n && pts[lo].t < mint; ++k, ++lo) {
+        if (k == 16) {
+          lo = static_cast<size_t>(std::lower_bound(pts.begin() + lo, pts.end(), mint,
+                                                    [](const Sample& s, int64_t r) { return s.t < r; }) -
+                                   pts.begin());
+          break;
+        }
+      }
+    }
+    if (hi == kUnset || hi > n || hi < lo || (hi > 0 && pts[hi - 1].t > maxt)) {
+      hi = static_cast<size_t>(std::upper_bound(pts.begin() + lo, pts.end(), maxt,
+                                                [](int64_t r, const Sample& s) { return r < s.t; }) -
+                               pts.begin());
+    } else {
+      for (int k = 0; hi < n && pts[hi].t <= maxt; ++k, ++hi) {
+        if (k == 16) {
+          hi = static_cast<size_t>(std::upper_bound(pts.begin() + hi, pts.end(), maxt,
+                                                    [](int64_t r, const Sample& s) { return r < s.t; }) -
+                                   pts.begin());
+          break;
+        }
+      }
+    }
+    nc.lo[i] = static_cast<uint32_t>(lo);
+    nc.hi[i] = static_cast<uint32_t>(hi);
+    if (lo >= hi) continue;
+    std::span<const Sample> window(pts.data() + lo, hi - lo);
     if (sel.hasStale[i]) {
       std::vector<Sample> kept;
       for (const auto& s : window) {
@@ -246,18 +332,10 @@ Matrix Evaluator::evalMatrixArg(const Expr* e, int64_t ts) {
 
 void Evaluator::checkDuplicates(const Vector& v) {
   if (v.size() < 2) return;
-  if (v.size() < 16) {
-    for (size_t i = 0; i < v.size(); ++i) {
-      for (size_t j = i + 1; j < v.size(); ++j) {
-        if (v[i].m == v[j].m) fail("vector cannot contain metrics with the same labelset");
-      }
-    }
-    return;
-  }
-  std::unordered_set<const LSet*> seen;
-  seen.reserve(v.size());
+  uint64_t epoch = nextEpoch();
   for (const auto& s : v) {
-    if (!seen.insert(s.m).second) fail("vector cannot contain metrics with the same labelset");
+    if (s.m->mark == epoch) fail("vector cannot contain metrics with the same labelset");
+    s.m->mark = epoch;
   }
 }
 
@@ -309,9 +387,7 @@ inline bool dropsName(BinOp op) { return op <= BinOp::kPow; }
 }  // namespace
 
 const LSet* Evaluator::signature(const BinaryExpr* b, const LSet* s) {
-  auto& m = cache(b).map;
-  auto it = m.find(s);
-  if (it != m.end()) return it->second;
+  if (const LSet* memo = memoGet(b, s)) return memo;
   Labels out;
   const auto& names = b->matching.labels;
   for (const auto& l : *s->ls) {
@@ -319,7 +395,7 @@ const LSet* Evaluator::signature(const BinaryExpr* b, const LSet* s) {
     if (b->matching.on ? listed : (!listed && l.name != kMetricName)) out.push_back(l);
   }
   const LSet* sig = pool_.intern(std::move(out));
-  m.emplace(s, sig);
+  memoPut(b, s, sig);
   return sig;
 }
 
@@ -367,32 +443,30 @@ Vector Evaluator::setOp(const BinaryExpr* b, Vector&& lhs, Vector&& rhs) {
   switch (b->op) {
     case BinOp::kAnd: {
       if (lhs.empty() || rhs.empty()) return out;
-      std::unordered_set<const LSet*> right;
-      for (const auto& s : rhs) right.insert(signature(b, s.m));
+      uint64_t epoch = nextEpoch();
+      for (const auto& s : rhs) signature(b, s.m)->mark = epoch;
       for (const auto& s : lhs) {
-        if (right.count(signature(b, s.m))) out.push_back(s);
+        if (signature(b, s.m)->mark == epoch) out.push_back(s);
       }
       return out;
     }
     case BinOp::kOr: {
       if (lhs.empty()) return std::move(rhs);
       if (rhs.empty()) return std::move(lhs);
-      std::unordered_set<const LSet*> left;
-      for (const auto& s : lhs) {
-        left.insert(signature(b, s.m));
-      }
+      uint64_t epoch = nextEpoch();
+      for (const auto& s : lhs) signature(b, s.m)->mark = epoch;
       out = std::move(lhs);
       for (const auto& s : rhs) {
-        if (!left.count(signature(b, s.m))) out.push_back(s);
+        if (signature(b, s.m)->mark != epoch) out.push_back(s);
       }
       return out;
     }
     case BinOp::kUnless: {
       if (lhs.empty() || rhs.empty()) return std::move(lhs);
-      std::unordered_set<const LSet*> right;
-      for (const auto& s : rhs) right.insert(signature(b, s.m));
+      uint64_t epoch = nextEpoch();
+      for (const auto& s : rhs) signature(b, s.m)->mark = epoch;
       for (const auto& s : lhs) {
-        if (!right.count(signature(b, s.m))) out.push_back(s);
+        if (signature(b, s.m)->mark != epoch) out.push_back(s);
       }
       return out;
     }
@@ -406,12 +480,12 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
   bool swapped = vm.card == Card::kOneToMany;
   Vector& lhs = swapped ? rhsIn : lhsIn;  // the "many" side
   Vector& rhs = swapped ? lhsIn : rhsIn;  // the "one" side
-  std::unordered_map<const LSet*, VSample> right;
-  right.reserve(rhs.size());
-  for (const auto& rs : rhs) {
+  // The right side by signature: sig->mark == epoch, sig->slot = index.
+  uint64_t epoch = nextEpoch();
+  for (uint32_t i = 0; i < rhs.size(); ++i) {
+    const VSample& rs = rhs[i];
     const LSet* sig = signature(b, rs.m);
-    auto [it, inserted] = right.emplace(sig, rs);
-    if (!inserted) {
+    if (sig->mark == epoch) {
       Labels matched;
       for (const auto& l : *rs.m->ls) {
         bool listed = std::binary_search(vm.labels.begin(), vm.labels.end(), l.name);
@@ -419,16 +493,25 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
       }
       fail("found duplicate series for the match group " + labelsString(matched) + " on the " +
            (swapped ? "left" : "right") + " hand-side of the operation: [" +
-           labelsString(*rs.m->ls) + ", " + labelsString(*it->second.m->ls) +
+           labelsString(*rs.m->ls) + ", " + labelsString(*rhs[sig->slot].m->ls) +
            "];many-to-many matching not allowed: matching labels must be unique on one side");
     }
+    sig->mark = epoch;
+    sig->slot = i;
   }
-  std::unordered_map<const LSet*, std::unordered_set<const LSet*>> matched;
+  std::vector<char> matchedOne;
+  std::vector<std::unique_ptr<std::unordered_set<const LSet*>>> matchedMany;
+  if (vm.card == Card::kOneToOne) {
+    matchedOne.assign(rhs.size(), 0);
+  } else {
+    matchedMany.resize(rhs.size());
+  }
+  out.reserve(lhs.size());
   for (const auto& ls : lhs) {
     const LSet* sig = signature(b, ls.m);
-    auto it = right.find(sig);
-    if (it == right.end()) continue;
-    const VSample& rs = it->second;
+    if (sig->mark != epoch) continue;
+    uint32_t ri = sig->slot;
+    const VSample& rs = rhs[ri];
     double vl = ls.v, vr = rs.v;
     if (swapped) std::swap(vl, vr);
     bool keep;
@@ -439,11 +522,15 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
       continue;
     }
     const LSet* metric = resultMetric(b, ls.m, rs.m);
-    auto [mit, first] = matched.try_emplace(sig);
     if (vm.card == Card::kOneToOne) {
-      if (!first) fail("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+      if (matchedOne[ri]) {
+        fail("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+      }
+      matchedOne[ri] = 1;
     } else {
-      if (!mit->second.insert(metric).second) {
+      auto& set = matchedMany[ri];
+      if (!set) set = std::make_unique<std::unordered_set<const LSet*>>();
+      if (!set->insert(metric).second) {
         fail("multiple matches for labels: grouping labels must ensure unique matches");
       }
     }
@@ -585,8 +672,7 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
     std::vector<double> values;
   };
   std::vector<Group> groups;
-  std::unordered_map<const LSet*, size_t> index;
-  NodeCache& nc = cache(a);
+  uint64_t epoch = nextEpoch();  // group labels: mark == epoch, slot = index in groups
   const auto& grouping = a->grouping;
   auto groupLabels = [&](const Labels& ls) {
     Labels g;
@@ -629,16 +715,15 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
       }
       g = pool_.intern(std::move(gl));
     } else {
-      auto it = nc.map.find(s.m);
-      if (it != nc.map.end()) {
-        g = it->second;
-      } else {
+      g = memoGet(a, s.m);
+      if (g == nullptr) {
         g = pool_.intern(groupLabels(*s.m->ls));
-        nc.map.emplace(s.m, g);
+        memoPut(a, s.m, g);
       }
     }
-    auto [it, inserted] = index.emplace(g, groups.size());
-    if (inserted) {
+    if (g->mark != epoch) {
+      g->mark = epoch;
+      g->slot = static_cast<uint32_t>(groups.size());
       Group ng{g, s.v, s.v, 1, {}, {}};
       switch (a->op) {
         case AggOp::kStddev:
@@ -652,7 +737,7 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
       groups.push_back(std::move(ng));
       continue;
     }
-    Group& gr = groups[it->second];
+    Group& gr = groups[g->slot];
     switch (a->op) {
       case AggOp::kSum: gr.value += s.v; break;
       case AggOp::kAvg:

@@ -22,18 +22,31 @@ namespace memcg::promql::detail {
 struct LSet {
   const Labels* ls;
   uint64_t hash;
+  mutable const LSet* dropped = nullptr;  ///< the set without __name__, once known
+  /// Scratch for one loop at a time (a set or map without hashing): valid
+  /// when mark equals the loop's epoch (Evaluator::nextEpoch()).
+  mutable uint64_t mark = 0;
+  mutable uint32_t slot = 0;
+  /// One per-node memo (grouping key, signature, renamed set...) kept on the
+  /// set itself; a second node falls back to its NodeCache map.
+  mutable const void* memoNode = nullptr;
+  mutable const LSet* memoVal = nullptr;
+  mutable double memoNum = 0;
 };
 
 class LabelPool {
  public:
-  const LSet* intern(const Labels* external);  ///< keeps the pointer, no copy
+  /// Keeps the pointer, no copy; hash is hashLabels(*external) or 0.
+  const LSet* intern(const Labels* external, uint64_t hash = 0);
   const LSet* intern(Labels&& owned);
 
  private:
   const LSet* find(const Labels& ls, uint64_t h) const;
+  const LSet* insert(const Labels* ls, uint64_t h);
   std::deque<Labels> owned_;
   std::deque<LSet> sets_;
-  std::unordered_map<uint64_t, std::vector<const LSet*>> byHash_;
+  std::vector<const LSet*> table_;  // open addressing, power-of-two size
+  size_t count_ = 0;
 };
 
 struct VSample {
@@ -83,7 +96,11 @@ class Evaluator {
   Value eval(const Expr* e, int64_t ts);
   bool rangeMode() const { return start_ != end_; }
   LabelPool& pool() { return pool_; }
+  uint64_t nextEpoch() { return ++epoch_; }
   const LSet* dropName(const LSet* s);
+  /// The per-node memo of s (nullptr when unknown); see LSet::memoNode.
+  const LSet* memoGet(const Expr* node, const LSet* s, double* num = nullptr);
+  void memoPut(const Expr* node, const LSet* s, const LSet* v, double num = 0);
 
   // functions.cpp
   Value evalCall(const Call* c, int64_t ts);
@@ -98,6 +115,9 @@ class Evaluator {
     std::unordered_map<const LSet*, const LSet*> map;      // group / signature / output labels
     std::unordered_map<const LSet*, const LSet*> outFrom;  // range mode: output labels -> source
     std::unordered_map<int64_t, Vector> byTime;            // subquery inner results
+    std::unordered_map<const LSet*, double> nums;  // memo numbers beside map
+    int collisionFree = -1;
+    std::vector<uint32_t> lo, hi;  // matrix selectors: the last window per series  // matrix functions: no two selected series collide once renamed
     std::shared_ptr<re2::RE2> re;
     std::unordered_map<uint64_t, std::vector<std::pair<std::pair<const LSet*, const LSet*>, const LSet*>>>
         pairMap;
@@ -135,7 +155,7 @@ class Evaluator {
   LabelPool pool_;
   std::unordered_map<const VectorSelector*, Selected> selected_;
   std::unordered_map<const Expr*, NodeCache> caches_;
-  std::unordered_map<const LSet*, const LSet*> dropNameCache_;
+  uint64_t epoch_ = 0;
   Labels scratch_;
 };
 

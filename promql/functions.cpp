@@ -365,11 +365,8 @@ Vector Evaluator::labelReplace(const Call* c, const Vector& in) {
   out.reserve(in.size());
   std::vector<re2::StringPiece> groups(static_cast<size_t>(nc.re->NumberOfCapturingGroups()) + 1);
   for (const auto& s : in) {
-    auto it = nc.map.find(s.m);
-    const LSet* m;
-    if (it != nc.map.end()) {
-      m = it->second;
-    } else {
+    const LSet* m = memoGet(c, s.m);
+    if (m == nullptr) {
       std::string_view srcVal = labelValue(*s.m->ls, src);
       re2::StringPiece text(srcVal.data(), srcVal.size());
       if (!nc.re->Match(text, 0, text.size(), RE2::ANCHOR_BOTH, groups.data(),
@@ -388,7 +385,7 @@ Vector Evaluator::labelReplace(const Call* c, const Vector& in) {
         }
         m = pool_.intern(std::move(ls));
       }
-      nc.map.emplace(s.m, m);
+      memoPut(c, s.m, m);
     }
     out.push_back({m, s.v});
   }
@@ -405,15 +402,11 @@ Vector Evaluator::labelJoin(const Call* c, const Vector& in) {
     srcs.push_back(&s);
   }
   if (!validLabelName(dst)) fail("invalid destination label name in label_join(): " + dst);
-  NodeCache& nc = cache(c);
   Vector out;
   out.reserve(in.size());
   for (const auto& s : in) {
-    auto it = nc.map.find(s.m);
-    const LSet* m;
-    if (it != nc.map.end()) {
-      m = it->second;
-    } else {
+    const LSet* m = memoGet(c, s.m);
+    if (m == nullptr) {
       std::string joined;
       for (size_t i = 0; i < srcs.size(); ++i) {
         if (i > 0) joined += sep;
@@ -428,7 +421,7 @@ Vector Evaluator::labelJoin(const Call* c, const Vector& in) {
         std::sort(ls.begin(), ls.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
       }
       m = pool_.intern(std::move(ls));
-      nc.map.emplace(s.m, m);
+      memoPut(c, s.m, m);
     }
     out.push_back({m, s.v});
   }
@@ -441,35 +434,30 @@ Vector Evaluator::histogramQuantile(const Call* c, double q, const Vector& in) {
     double upper;
     bool ok;
   };
-  NodeCache& nc = cache(c);
-  // nc.map: input -> signature (labels without le); byTime unused.
-  static thread_local std::unordered_map<const LSet*, Info> dummy;
-  (void)dummy;
   struct Group {
     const LSet* out;
     std::vector<Bucket> buckets;
   };
   std::vector<Group> groups;
-  std::unordered_map<const LSet*, size_t> index;
+  uint64_t epoch = nextEpoch();  // signatures: mark == epoch, slot = index in groups
   for (const auto& s : in) {
-    std::string_view le = labelValue(*s.m->ls, "le");
-    double upper;
-    if (!goParseFloat(le, upper)) continue;
-    const LSet* sig;
-    auto it = nc.map.find(s.m);
-    if (it != nc.map.end()) {
-      sig = it->second;
-    } else {
+    double upper = NAN;
+    const LSet* sig = memoGet(c, s.m, &upper);
+    if (sig == nullptr) {
+      if (!goParseFloat(labelValue(*s.m->ls, "le"), upper)) continue;  // no or a bad le
       Labels ls;
       for (const auto& l : *s.m->ls) {
         if (l.name != "le") ls.push_back(l);
       }
       sig = pool_.intern(std::move(ls));
-      nc.map.emplace(s.m, sig);
+      memoPut(c, s.m, sig, upper);
     }
-    auto [git, inserted] = index.emplace(sig, groups.size());
-    if (inserted) groups.push_back({dropName(sig), {}});
-    groups[git->second].buckets.push_back({upper, s.v});
+    if (sig->mark != epoch) {
+      sig->mark = epoch;
+      sig->slot = static_cast<uint32_t>(groups.size());
+      groups.push_back({dropName(sig), {}});
+    }
+    groups[sig->slot].buckets.push_back({upper, s.v});
   }
   Vector out;
   out.reserve(groups.size());
@@ -505,6 +493,29 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
   }
   out.vec.reserve(m.series.size());
   std::vector<double> scratch;
+  // Range mode: an output label set must come from one series over the whole
+  // query. For a plain selector that holds when no two selected series are
+  // equal once renamed (checked once); else every output is tracked.
+  bool track = false;
+  if (rangeMode()) {
+    NodeCache& nc = cache(c);
+    const Expr* arg = unwrapParens(c->args[matIdx].get());
+    if (arg->kind == NodeKind::kMatrixSelector && id != FuncId::kLastOverTime) {
+      if (nc.collisionFree < 0) {
+        const Selected& sel = select(static_cast<const MatrixSelector*>(arg)->vs.get());
+        uint64_t epoch = nextEpoch();
+        nc.collisionFree = 1;
+        for (const LSet* in : sel.sets) {
+          const LSet* d = dropName(in);
+          if (d->mark == epoch) nc.collisionFree = 0;
+          d->mark = epoch;
+        }
+      }
+      track = nc.collisionFree == 0;
+    } else {
+      track = id != FuncId::kLastOverTime;
+    }
+  }
   for (const auto& s : m.series) {
     auto pts = s.pts;
     double v = 0;
@@ -632,7 +643,7 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
     }
     if (!ok) continue;
     const LSet* lbl = id == FuncId::kLastOverTime ? s.m : dropName(s.m);
-    checkAcrossSteps(c, lbl, s.m);
+    if (track) checkAcrossSteps(c, lbl, s.m);
     out.vec.push_back({lbl, v});
   }
   checkDuplicates(out.vec);

@@ -36,23 +36,29 @@ std::string Matcher::toString() const {
 }
 
 void MemoryStorage::append(const Labels& labels, int64_t t, double v) {
-  uint64_t h = hashLabels(labels);
   Series* s = nullptr;
-  auto& bucket = byHash_[h];
-  for (size_t idx : bucket) {
-    if (series_[idx]->labels == labels) {
-      s = series_[idx].get();
-      break;
-    }
-  }
+  if (last_ != nullptr && last_->labels == labels) s = last_;
   if (s == nullptr) {
-    auto owned = std::make_unique<Series>();
-    owned->labels = labels;
-    s = owned.get();
-    bucket.push_back(series_.size());
-    byName_[std::string(labelValue(labels, kMetricName))].push_back(series_.size());
-    series_.push_back(std::move(owned));
+    uint64_t h = hashLabels(labels);
+    auto& bucket = byHash_[h];
+    for (size_t idx : bucket) {
+      if (series_[idx]->labels == labels) {
+        s = series_[idx].get();
+        break;
+      }
+    }
+    if (s == nullptr) {
+      auto owned = std::make_unique<Series>();
+      owned->labels = labels;
+      owned->hash = h;
+      s = owned.get();
+      bucket.push_back(series_.size());
+      byName_[std::string(labelValue(labels, kMetricName))].push_back(series_.size());
+      series_.push_back(std::move(owned));
+    }
+    last_ = s;
   }
+  if (isStaleNaN(v)) ++s->staleMarkers;
   auto& ss = s->samples;
   if (ss.empty() || ss.back().t < t) {
     ss.push_back({t, v});
@@ -61,6 +67,7 @@ void MemoryStorage::append(const Labels& labels, int64_t t, double v) {
   auto it = std::lower_bound(ss.begin(), ss.end(), t,
                              [](const Sample& a, int64_t b) { return a.t < b; });
   if (it != ss.end() && it->t == t) {
+    if (isStaleNaN(it->v)) --s->staleMarkers;
     it->v = v;
   } else {
     ss.insert(it, {t, v});
@@ -68,6 +75,7 @@ void MemoryStorage::append(const Labels& labels, int64_t t, double v) {
 }
 
 void MemoryStorage::clear() {
+  last_ = nullptr;
   series_.clear();
   byHash_.clear();
   byName_.clear();
@@ -91,12 +99,19 @@ class MemoryQuerier final : public Querier {
       for (const auto& m : matchers) {
         if (!m.matches(labelValue(s.labels, m.name()))) return;
       }
-      auto lo = std::lower_bound(s.samples.begin(), s.samples.end(), mint,
-                                 [](const Sample& a, int64_t b) { return a.t < b; });
-      auto hi = std::upper_bound(lo, s.samples.end(), maxt,
-                                 [](int64_t b, const Sample& a) { return b < a.t; });
+      if (s.samples.empty()) return;
+      auto lo = s.samples.begin(), hi = s.samples.end();
+      if (mint > s.samples.front().t) {
+        lo = std::lower_bound(s.samples.begin(), s.samples.end(), mint,
+                              [](const Sample& a, int64_t b) { return a.t < b; });
+      }
+      if (maxt < s.samples.back().t) {
+        hi = std::upper_bound(lo, s.samples.end(), maxt,
+                              [](int64_t b, const Sample& a) { return b < a.t; });
+      }
       if (lo == hi) return;
-      out.push_back({&s.labels, std::span<const Sample>(&*lo, static_cast<size_t>(hi - lo))});
+      out.push_back({&s.labels, std::span<const Sample>(&*lo, static_cast<size_t>(hi - lo)),
+                     s.staleMarkers > 0, s.hash});
     };
     if (candidates != nullptr) {
       for (size_t idx : *candidates) consider(*s_.series_[idx]);

@@ -64,6 +64,8 @@ class Matcher {
 struct SeriesView {
   const Labels* labels;
   std::span<const Sample> samples;  ///< ascending t, within the asked range
+  bool mayHaveStale = true;         ///< false: the storage knows there is no marker
+  uint64_t labelsHash = 0;          ///< hashLabels(*labels) when the storage keeps it, else 0
 };
 
 class Querier {
@@ -95,7 +97,10 @@ class MemoryStorage final : public Storage {
   struct Series {
     Labels labels;
     std::vector<Sample> samples;
+    size_t staleMarkers = 0;
+    uint64_t hash = 0;
   };
+  Series* last_ = nullptr;  // appends usually continue one series
   std::vector<std::unique_ptr<Series>> series_;
   std::unordered_map<uint64_t, std::vector<size_t>> byHash_;
   std::unordered_map<std::string, std::vector<size_t>> byName_;

@@ -477,6 +477,8 @@ Vector Evaluator::setOp(const BinaryExpr* b, Vector&& lhs, Vector&& rhs) {
 Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsIn) {
   const VectorMatching& vm = b->matching;
   Vector out;
+  // As 2.42: nothing can match, and no duplicate check runs on the other side.
+  if (lhsIn.empty() || rhsIn.empty()) return out;
   bool swapped = vm.card == Card::kOneToMany;
   Vector& lhs = swapped ? rhsIn : lhsIn;  // the "many" side
   Vector& rhs = swapped ? lhsIn : rhsIn;  // the "one" side

@@ -3,6 +3,7 @@
 //
 //   promql_bench [--cgroups 1000] [--minutes 15] [--kinds 2] [--runs 7]
 //                [--remote-write http://127.0.0.1:PORT/api/v1/write] [--results FILE]
+//                [--interleave]
 //
 // Data (1 s resolution, deterministic): per cgroup and reclaim kind the stall
 // histogram memcg_vmscan_reclaim_stall_seconds_bucket{cgroup,kind,le} with the
@@ -13,7 +14,9 @@
 // here), in time order. Then every query of kQueries runs --runs times as an instant
 // query at the end and as a range query over the last 14 minutes at 15 s; one JSON
 // line per query and kind goes to stdout: timings (ms) and a digest of the answer, so
-// the driver can check that both engines answered the same.
+// the driver can check that both engines answered the same. With --interleave each timed
+// run waits for a line on stdin and reports {"run_ms": ..}, so that the driver can time
+// Prometheus in between: both see the same machine load (it is shared).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -46,6 +49,7 @@ struct Options {
   int minutes = 15;
   int kinds = 2;
   int runs = 7;
+  bool interleave = false;  ///< wait for a line on stdin before each timed run
   std::string remote_write;
   std::string results;
 };
@@ -338,9 +342,10 @@ int main(int argc, char** argv) {
     else if (a == "--runs") o.runs = std::max(1, std::atoi(val().c_str()));
     else if (a == "--remote-write") o.remote_write = val();
     else if (a == "--results") o.results = val();
+    else if (a == "--interleave") o.interleave = true;
     else {
       std::fprintf(stderr, "usage: promql_bench [--cgroups N] [--minutes M] [--kinds K] [--runs R] "
-                           "[--remote-write URL] [--results FILE]\n");
+                           "[--remote-write URL] [--results FILE] [--interleave]\n");
       return 2;
     }
   }
@@ -368,7 +373,18 @@ int main(int argc, char** argv) {
     for (int kind = 0; kind < 2; ++kind) {
       std::vector<double> ms;
       QueryResult answer;
+      const char* kname = kind == 0 ? "instant" : "range";
+      if (o.interleave) {
+        std::printf("{\"next\": {\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\"}}\n", q.name,
+                    jsonEscape(q.expr).c_str(), kname);
+        std::fflush(stdout);
+      }
       for (int r = 0; r < o.runs; ++r) {
+        if (o.interleave) {
+          // The driver runs Prometheus' turn in between and says "go" for ours.
+          char line[16];
+          if (std::fgets(line, sizeof line, stdin) == nullptr) return 1;
+        }
         // Timed: parse + evaluation (Prometheus' evalTotalTime leaves out its parse).
         auto t0 = Clock::now();
         auto expr = parseExpr(q.expr);
@@ -384,10 +400,13 @@ int main(int argc, char** argv) {
           return 1;
         }
         answer = std::move(*res);
+        if (o.interleave) {
+          std::printf("{\"run_ms\": %.3f}\n", ms.back());
+          std::fflush(stdout);
+        }
       }
       size_t points = 0;
       for (const auto& s : answer.series) points += s.points.size();
-      const char* kname = kind == 0 ? "instant" : "range";
       std::printf("{\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\", \"runs\": %d, "
                   "\"median_ms\": %.3f, \"min_ms\": %.3f, \"series\": %zu, \"points\": %zu}\n",
                   q.name, jsonEscape(q.expr).c_str(), kname, o.runs, median(ms),

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "promql" 
 from promtest import Prometheus, labels_key  # noqa: E402
 
 
+
 def parse_labels(text):
     """{a="b", c="d"} as labelsString prints it (Go-quoted values) -> dict."""
     out, i, s = {}, 1, text
@@ -89,6 +90,66 @@ def same(a, b, rel=1e-9):
     return None
 
 
+def drive(args, prom, bench, results):
+    """Alternates timed runs: ours (in promql_bench), then Prometheus', per query and kind."""
+    def line():
+        text = bench.stdout.readline()
+        if not text:
+            raise RuntimeError("promql_bench ended early (exit %s)" % bench.wait())
+        return json.loads(text)
+
+    meta = line()["data"]
+    rw = line()["remote_write_s"]
+    print("data: %d series, %d samples (%d cgroups, %d min at 1 s); generated in %.1f s, "
+          "remote write into Prometheus %.1f s" % (meta["series"], meta["samples"], args.cgroups,
+                                                   args.minutes, meta["generate_s"], rw), flush=True)
+    # Prometheus holds every series before we time it.
+    resp, _ = prom.instant("count({__name__=~\"memcg_.+\"})", meta["end_ms"])
+    n = int(float(resp["data"]["result"][0]["value"][1]))
+    if n != meta["series"]:
+        print("promql_bench: Prometheus holds %d series, we sent %d" % (n, meta["series"]), file=sys.stderr)
+        return None
+    end = meta["end_ms"]
+    rstart, rstep = meta["t0_ms"] + 60_000, 15_000
+    rows, summaries = [], []
+    while True:
+        text = bench.stdout.readline()
+        if not text:
+            break
+        nxt = json.loads(text)["next"]  # promql_bench names each query before its runs
+        expr, kind = nxt["expr"], nxt["kind"]
+        api, wall, answer = [], [], None
+        for _ in range(args.runs):
+            bench.stdin.write("go\n")
+            bench.stdin.flush()
+            line()  # our run is done
+            resp, w = (prom.instant(expr, end, stats=True) if kind == "instant"
+                       else prom.range(expr, rstart, end, rstep, stats=True))
+            if resp.get("status") != "success":
+                print("promql_bench: Prometheus failed %s: %s" % (expr, resp), file=sys.stderr)
+                return None
+            api.append(resp["data"]["stats"]["timings"]["evalTotalTime"] * 1000)
+            wall.append(w * 1000)
+            answer = resp
+        ours = line()
+        if ours["expr"] != expr or ours["kind"] != kind:
+            raise RuntimeError("promql_bench runs %s %s, expected %s %s" % (ours["expr"], ours["kind"], expr, kind))
+        summaries.append((ours, answer))
+        pm = statistics.median(api)
+        rows.append((expr, kind, ours["median_ms"], pm, statistics.median(wall), ours["median_ms"] / pm))
+    if bench.wait() != 0:
+        print("promql_bench failed", file=sys.stderr)
+        return None
+    mine = read_ours(results)
+    for ours, answer in summaries:
+        diff = same(mine.get((ours["query"], ours["kind"]), {}), prom_answer(answer))
+        if diff:
+            print("promql_bench: %s %s: the engines disagree: %s" % (ours["query"], ours["kind"], diff),
+                  file=sys.stderr)
+            return None
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="the promql_bench binary")
@@ -107,54 +168,25 @@ def main():
             Prometheus(prom_bin, tmp_prefix="memcg_exporter_bench_promql_") as prom:
         results = os.path.join(tmp, "ours.tsv")
         cmd = [args.bench, "--cgroups", str(args.cgroups), "--minutes", str(args.minutes),
-               "--kinds", str(args.kinds), "--runs", str(args.runs),
+               "--kinds", str(args.kinds), "--runs", str(args.runs), "--interleave",
                "--remote-write", prom.url("/api/v1/write"), "--results", results]
         print("running:", " ".join(cmd), flush=True)
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            print(p.stdout, p.stderr, file=sys.stderr)
+        bench = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            rows = drive(args, prom, bench, results)
+        finally:
+            if bench.poll() is None:
+                bench.kill()
+            bench.wait()
+        if rows is None:
             return 1
-        lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
-        meta = lines[0]["data"]
-        print("data: %d series, %d samples (%d cgroups, %d min at 1 s); generated in %.1f s, "
-              "remote write into Prometheus %.1f s" % (meta["series"], meta["samples"], args.cgroups,
-                                                       args.minutes, meta["generate_s"],
-                                                       lines[1]["remote_write_s"]), flush=True)
-        # Prometheus holds every series before we time it.
-        resp, _ = prom.instant("count({__name__=~\"memcg_.+\"})", meta["end_ms"])
-        n = int(float(resp["data"]["result"][0]["value"][1]))
-        if n != meta["series"]:
-            print("promql_bench: Prometheus holds %d series, we sent %d" % (n, meta["series"]), file=sys.stderr)
-            return 1
-        ours = read_ours(results)
-        end = meta["end_ms"]
-        rstart, rstep = meta["t0_ms"] + 60_000, 15_000
-        rows = []
-        for q in lines[2:]:
-            expr, kind = q["expr"], q["kind"]
-            api, wall, answer = [], [], None
-            for _ in range(args.runs):
-                resp, w = (prom.instant(expr, end, stats=True) if kind == "instant"
-                           else prom.range(expr, rstart, end, rstep, stats=True))
-                if resp.get("status") != "success":
-                    print("promql_bench: Prometheus failed %s: %s" % (expr, resp), file=sys.stderr)
-                    return 1
-                api.append(resp["data"]["stats"]["timings"]["evalTotalTime"] * 1000)
-                wall.append(w * 1000)
-                answer = resp
-            diff = same(ours.get((q["query"], kind), {}), prom_answer(answer))
-            if diff:
-                print("promql_bench: %s %s: the engines disagree: %s" % (q["query"], kind, diff), file=sys.stderr)
-                return 1
-            pm = statistics.median(api)
-            rows.append((expr, kind, q["median_ms"], pm, statistics.median(wall), q["median_ms"] / pm))
 
     print()
     print("%-100s %-8s %10s %12s %12s %7s" % ("query", "kind", "ours ms", "prom API ms", "prom wall ms", "ratio"))
     for expr, kind, o, pm, pw, r in rows:
         print("%-100s %-8s %10.2f %12.2f %12.2f %7.2f" % (expr, kind, o, pm, pw, r))
-    print("(medians of %d runs; range = last 14 min at 15 s; ratio = ours / Prometheus API "
-          "evalTotalTime; answers checked equal within 1e-9)" % args.runs)
+    print("(medians of %d runs, ours and Prometheus' alternating; range = last 14 min at 15 s; "
+          "ratio = ours / Prometheus API evalTotalTime; answers checked equal within 1e-9)" % args.runs)
     return 0
 
 

@@ -487,7 +487,8 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
     if (m.series.empty()) out.vec.push_back({pool_.intern(absentLabels(c->args[0].get())), 1});
     return out;
   }
-  if (id == FuncId::kHoltWinters) {
+  // As 2.42: the factors are checked when a series is evaluated.
+  if (id == FuncId::kHoltWinters && !m.series.empty()) {
     if (p1 <= 0 || p1 >= 1) fail("invalid smoothing factor. Expected: 0 < sf < 1, got: " + std::to_string(p1));
     if (p2 <= 0 || p2 >= 1) fail("invalid trend factor. Expected: 0 < tf < 1, got: " + std::to_string(p2));
   }

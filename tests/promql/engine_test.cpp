@@ -334,6 +334,9 @@ TEST_F(PromqlEngine, FunctionEvaluationErrors) {
             std::string::npos);
   EXPECT_NE(error("holt_winters(g[5m], 0.5, 0)", kMin).find("invalid trend factor"),
             std::string::npos);
+  // Checked only when a series is there to smooth, as 2.42.
+  EXPECT_EQ(count("holt_winters(nosuch[5m], 1, 0.5)", kMin), 0u);
+  EXPECT_NEAR(one("holt_winters(g[5m], 0.5, 0.5)", kMin), 2, 1e-12);
 }
 
 TEST_F(PromqlEngine, LabelReplaceAndJoin) {

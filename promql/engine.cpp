@@ -302,6 +302,9 @@ Matrix Evaluator::evalSubquery(const SubqueryExpr* sq, int64_t ts) {
   for (int64_t t = first; t <= m.rangeEnd; t += interval) {
     auto it = nc.byTime.find(t);
     if (it == nc.byTime.end()) {
+      if (++subqueryPoints_ > opts_.maxSubqueryPoints) {
+        fail("query processing would load too many samples into memory in subquery evaluation");
+      }
       Value v = eval(sq->expr.get(), t);
       it = nc.byTime.emplace(t, std::move(v.vec)).first;
     }
@@ -930,6 +933,10 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
   }
   if (step <= 0) return errorResult("zero or negative query resolution step widths are not accepted");
   if (end < start) return errorResult("end timestamp must not be before start time");
+  if ((end - start) / step >= opts_.maxRangeSteps) {
+    return errorResult("exceeded maximum resolution of " + std::to_string(opts_.maxRangeSteps) +
+                       " points per timeseries. Try decreasing the query resolution (?step=XX)");
+  }
   try {
     detail::Evaluator ev(storage, opts_, start, end, step);
     std::unordered_map<const detail::LSet*, size_t> index;

@@ -156,6 +156,7 @@ class Evaluator {
   std::unordered_map<const VectorSelector*, Selected> selected_;
   std::unordered_map<const Expr*, NodeCache> caches_;
   uint64_t epoch_ = 0;
+  int64_t subqueryPoints_ = 0;
   Labels scratch_;
 };
 

@@ -257,9 +257,8 @@ class Parser {
     return ms;
   }
 
-  void setAt(AtModifier& at, bool& already, size_t pos) {
+  void setAt(AtModifier& at, size_t pos) {
     if (at.kind != AtKind::kNone) fail(pos, "@ <timestamp> may not be set multiple times");
-    (void)already;
     const Token& t = peek();
     if (isKw(t, "start") || isKw(t, "end")) {
       at.kind = t.text == "start" ? AtKind::kStart : AtKind::kEnd;
@@ -362,8 +361,7 @@ class Parser {
           *offset = neg ? -d : d;
           *offsetSet = true;
         } else {
-          bool dummy = false;
-          setAt(*at, dummy, pos);
+          setAt(*at, pos);
         }
         continue;
       }

@@ -264,6 +264,20 @@ TEST_F(PromqlEngine, SubqueryAlignsToItsStep) {
   EXPECT_EQ(one("count_over_time(g[100s:])", 200000), 2);
 }
 
+TEST_F(PromqlEngine, SubqueryPointsAreBounded) {
+  add(L({{"__name__", "g"}}), {{0, 1}});
+  EngineOptions o;
+  o.maxSubqueryPoints = 100;
+  Engine small(o);
+  auto e = parseExpr("count_over_time(g[100s:1s])");
+  ASSERT_TRUE(e.ok());
+  auto r = small.instantQuery(st_, **e, 100000);  // 101 inner steps
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().detail.find("too many samples"), std::string::npos);
+  auto ok = small.instantQuery(st_, **e, 98999);  // inner steps -1..98 s: 100
+  ASSERT_TRUE(ok.ok()) << ok.error().detail;
+}
+
 TEST_F(PromqlEngine, AtModifierPinsTime) {
   add(L({{"__name__", "g"}}), {{0, 1}, {kMin, 2}, {2 * kMin, 3}});
   EXPECT_EQ(one("g @ 60", 5 * kMin), 2);
@@ -306,6 +320,10 @@ TEST_F(PromqlEngine, RangeQueryRejections) {
   EXPECT_NE(z.error().detail.find("step"), std::string::npos);
   auto b = range("g", kMin, 0, kMin);
   ASSERT_FALSE(b.ok());
+  auto many = range("g", 0, 11000LL * 1000, 1000);  // 11,001 steps
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.error().detail.find("exceeded maximum resolution"), std::string::npos);
+  EXPECT_TRUE(range("g", 0, 10999LL * 1000, 1000).ok());
 }
 
 TEST_F(PromqlEngine, RangeModeChecksDuplicatesAcrossSteps) {

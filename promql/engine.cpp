@@ -933,7 +933,7 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
   }
   if (step <= 0) return errorResult("zero or negative query resolution step widths are not accepted");
   if (end < start) return errorResult("end timestamp must not be before start time");
-  if ((end - start) / step >= opts_.maxRangeSteps) {
+  if ((end - start) / step > opts_.maxRangeSteps) {
     return errorResult("exceeded maximum resolution of " + std::to_string(opts_.maxRangeSteps) +
                        " points per timeseries. Try decreasing the query resolution (?step=XX)");
   }

@@ -17,7 +17,7 @@ namespace memcg::promql {
 struct EngineOptions {
   int64_t lookbackDeltaMs = 5 * 60 * 1000;      ///< Prometheus' default 5m
   int64_t defaultSubqueryStepMs = 60 * 1000;    ///< the global evaluation interval
-  /// Range queries with more steps are refused (Prometheus' API limit).
+  /// Range queries with (end - start) / step above this are refused (Prometheus' API limit).
   int64_t maxRangeSteps = 11000;
   /// Subquery points one query may compute in all (as --query.max-samples).
   int64_t maxSubqueryPoints = 50'000'000;

@@ -320,10 +320,10 @@ TEST_F(PromqlEngine, RangeQueryRejections) {
   EXPECT_NE(z.error().detail.find("step"), std::string::npos);
   auto b = range("g", kMin, 0, kMin);
   ASSERT_FALSE(b.ok());
-  auto many = range("g", 0, 11000LL * 1000, 1000);  // 11,001 steps
+  auto many = range("g", 0, 11001LL * 1000, 1000);  // 11,002 steps
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.error().detail.find("exceeded maximum resolution"), std::string::npos);
-  EXPECT_TRUE(range("g", 0, 10999LL * 1000, 1000).ok());
+  EXPECT_TRUE(range("g", 0, 11000LL * 1000, 1000).ok());
 }
 
 TEST_F(PromqlEngine, RangeModeChecksDuplicatesAcrossSteps) {

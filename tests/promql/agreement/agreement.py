@@ -252,9 +252,9 @@ def check_ingested(prom, blocks, end_ms):
 def promtool_check(promtool, blocks, end_ms, cases, workdir):
     """Runs promtool's engine on the same load notation (at 1 s) with our expectations.
 
-    cases: [(expr, t_ms, [(labels, value)])]; NaN results are left out (promtool compares
-    with reflect.DeepEqual), as are expressions with string-typed label arguments it would
-    reject... none here. Returns (number of cases, ok, output).
+    cases: [(expr, t_ms, [(labels, value)])]; answers with a NaN are left out (promtool
+    compares with reflect.DeepEqual, and NaN != NaN). Returns (cases, cases differing only
+    in the last bits, ok, promtool's output).
     """
     # evaluation_interval is also the default subquery step: 1m, as on the server (its
     # global default) and in the test-script runner.

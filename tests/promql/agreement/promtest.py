@@ -81,11 +81,6 @@ def go_float(v):
     return neg + ds[:dp] + "." + ds[dp:]
 
 
-def parse_api_value(s):
-    """A sample value as Prometheus' API prints it ("NaN", "+Inf", "1.5")."""
-    return float(s)
-
-
 def quote_label_value(v):
     out = []
     for ch in v:

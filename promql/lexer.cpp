@@ -87,6 +87,7 @@ bool parseDurationMs(std::string_view s, int64_t& ms) {
 std::vector<Token> lex(std::string_view in) {
   std::vector<Token> out;
   size_t i = 0;
+  int brackets = 0;
   auto err = [&](size_t pos, std::string msg) {
     out.push_back({Tok::kError, std::move(msg), pos});
     return out;
@@ -145,7 +146,13 @@ std::vector<Token> lex(std::string_view in) {
       out.push_back({Tok::kNumber, std::string(in.substr(start, i - start)), start});
       continue;
     }
-    if (isAlpha(c)) {
+    if (c == ':' && brackets > 0) {
+      // Inside [..:..] a colon separates range and step.
+      out.push_back({Tok::kColon, ":", start});
+      ++i;
+      continue;
+    }
+    if (isAlpha(c) || c == ':') {  // outside brackets ':' may start a metric name
       while (i < in.size() && (isAlnum(in[i]) || in[i] == ':')) ++i;
       std::string word(in.substr(start, i - start));
       std::string lower;
@@ -166,13 +173,6 @@ std::vector<Token> lex(std::string_view in) {
       } else {
         out.push_back({Tok::kIdentifier, word, start});
       }
-      continue;
-    }
-    if (c == ':' ) {
-      // A colon starts a metric name only when a letter follows outside of
-      // brackets; inside [..:..] it separates range and step.
-      out.push_back({Tok::kColon, ":", start});
-      ++i;
       continue;
     }
     if (c == '"' || c == '\'') {
@@ -265,8 +265,8 @@ std::vector<Token> lex(std::string_view in) {
         case ')': t = Tok::kRParen; break;
         case '{': t = Tok::kLBrace; break;
         case '}': t = Tok::kRBrace; break;
-        case '[': t = Tok::kLBracket; break;
-        case ']': t = Tok::kRBracket; break;
+        case '[': t = Tok::kLBracket; ++brackets; break;
+        case ']': t = Tok::kRBracket; --brackets; break;
         case ',': t = Tok::kComma; break;
         case '@': t = Tok::kAt; break;
         case '=': t = Tok::kAssign; break;

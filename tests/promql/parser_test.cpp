@@ -157,6 +157,10 @@ TEST(PromqlParser, KeywordsAsNamesAndCaseInsensitiveKeywords) {
   EXPECT_NE(mustParse("foo{and=\"1\", by=\"2\"}"), nullptr);
   EXPECT_NE(mustParse("sum by (on, bool) (foo)"), nullptr);
   EXPECT_NE(mustParse("job:requests:rate5m"), nullptr);
+  auto colon = mustParse(":leading:colon[5m:1m]");  // ':' starts a name outside brackets
+  auto* sq = as<SubqueryExpr>(colon.get(), NodeKind::kSubquery);
+  ASSERT_NE(sq, nullptr);
+  EXPECT_EQ(as<VectorSelector>(sq->expr.get(), NodeKind::kVectorSelector)->name, ":leading:colon");
 }
 
 TEST(PromqlParser, NumbersAndStrings) {

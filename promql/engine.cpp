@@ -1,6 +1,7 @@
 #include "promql/engine.h"
 
 #include <algorithm>
+#include <exception>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -921,6 +922,8 @@ Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& exp
     return r;
   } catch (const detail::EvalError& e) {
     return errorResult(e.msg);
+  } catch (const std::exception& e) {  // e.g. out of memory: the query fails, not the process
+    return errorResult(std::string("query failed: ") + e.what());
   }
 }
 
@@ -942,7 +945,6 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
     std::unordered_map<const detail::LSet*, size_t> index;
     QueryResult r;
     r.type = ValueType::kMatrix;
-    std::vector<const detail::LSet*> sets;
     for (int64_t t = start; t <= end; t += step) {
       detail::Value v = ev.eval(&expr, t);
       if (v.type == ValueType::kScalar) {
@@ -952,10 +954,7 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
       }
       for (const auto& s : v.vec) {
         auto [it, inserted] = index.emplace(s.m, r.series.size());
-        if (inserted) {
-          r.series.push_back({*s.m->ls, {}});
-          sets.push_back(s.m);
-        }
+        if (inserted) r.series.push_back({*s.m->ls, {}});
         r.series[it->second].points.push_back({t, s.v});
       }
     }
@@ -965,6 +964,8 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
     return r;
   } catch (const detail::EvalError& e) {
     return errorResult(e.msg);
+  } catch (const std::exception& e) {  // e.g. out of memory: the query fails, not the process
+    return errorResult(std::string("query failed: ") + e.what());
   }
 }
 

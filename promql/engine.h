@@ -1,7 +1,10 @@
 // PromQL evaluation with Prometheus 2.42's semantics (float samples only):
 // instant queries at one time and range queries over (start, end, step),
 // over a Storage. Each query selects every series once and evaluates the
-// expression step by step, with per-query caches for label sets.
+// expression step by step, with per-query caches for label sets. Evaluation
+// errors unwind inside the evaluator and come back as Result errors; nothing
+// is thrown to the caller. Queries on one Engine may run concurrently as long
+// as the Storage allows concurrent reads.
 #pragma once
 
 #include <cstdint>

@@ -6,36 +6,49 @@ namespace memcg::promql {
 
 const char* valueTypeName(ValueType t) {
   switch (t) {
-    case ValueType::kNone: return "none";
-    case ValueType::kScalar: return "scalar";
-    case ValueType::kVector: return "instant vector";
-    case ValueType::kMatrix: return "range vector";
-    case ValueType::kString: return "string";
+    case ValueType::kNone:
+      return "none";
+    case ValueType::kScalar:
+      return "scalar";
+    case ValueType::kVector:
+      return "instant vector";
+    case ValueType::kMatrix:
+      return "range vector";
+    case ValueType::kString:
+      return "string";
   }
   return "?";
 }
 
 const char* binOpName(BinOp op) {
-  static const char* names[] = {"+",  "-", "*",  "/",  "%",  "^",   "atan2", "==",
-                                "!=", ">", "<",  ">=", "<=", "and", "or",    "unless"};
+  static const char* names[] = {"+",  "-", "*", "/",  "%",  "^",   "atan2", "==",
+                                "!=", ">", "<", ">=", "<=", "and", "or",    "unless"};
   return names[static_cast<int>(op)];
 }
 
 const char* aggOpName(AggOp op) {
-  static const char* names[] = {"sum",    "avg",    "count", "min",     "max",      "group",
-                                "stddev", "stdvar", "topk",  "bottomk", "quantile", "count_values"};
+  static const char* names[] = {"sum",  "avg",     "count",    "min",
+                                "max",  "group",   "stddev",   "stdvar",
+                                "topk", "bottomk", "quantile", "count_values"};
   return names[static_cast<int>(op)];
 }
 
 ValueType Expr::type() const {
   switch (kind) {
-    case NodeKind::kNumber: return ValueType::kScalar;
-    case NodeKind::kString: return ValueType::kString;
-    case NodeKind::kVectorSelector: return ValueType::kVector;
-    case NodeKind::kMatrixSelector: return ValueType::kMatrix;
-    case NodeKind::kSubquery: return ValueType::kMatrix;
-    case NodeKind::kParen: return static_cast<const ParenExpr*>(this)->expr->type();
-    case NodeKind::kUnary: return static_cast<const UnaryExpr*>(this)->expr->type();
+    case NodeKind::kNumber:
+      return ValueType::kScalar;
+    case NodeKind::kString:
+      return ValueType::kString;
+    case NodeKind::kVectorSelector:
+      return ValueType::kVector;
+    case NodeKind::kMatrixSelector:
+      return ValueType::kMatrix;
+    case NodeKind::kSubquery:
+      return ValueType::kMatrix;
+    case NodeKind::kParen:
+      return static_cast<const ParenExpr*>(this)->expr->type();
+    case NodeKind::kUnary:
+      return static_cast<const UnaryExpr*>(this)->expr->type();
     case NodeKind::kBinary: {
       auto* b = static_cast<const BinaryExpr*>(this);
       if (b->lhs->type() == ValueType::kScalar && b->rhs->type() == ValueType::kScalar) {
@@ -43,8 +56,10 @@ ValueType Expr::type() const {
       }
       return ValueType::kVector;
     }
-    case NodeKind::kAggregate: return ValueType::kVector;
-    case NodeKind::kCall: return static_cast<const Call*>(this)->func->ret;
+    case NodeKind::kAggregate:
+      return ValueType::kVector;
+    case NodeKind::kCall:
+      return static_cast<const Call*>(this)->func->ret;
   }
   return ValueType::kNone;
 }
@@ -80,15 +95,29 @@ const FunctionInfo kFunctions[] = {
     {"deriv", FuncId::kDeriv, {VT::kMatrix}, 0, VT::kVector},
     {"exp", FuncId::kExp, {VT::kVector}, 0, VT::kVector},
     {"floor", FuncId::kFloor, {VT::kVector}, 0, VT::kVector},
-    {"histogram_quantile", FuncId::kHistogramQuantile, {VT::kScalar, VT::kVector}, 0, VT::kVector},
-    {"holt_winters", FuncId::kHoltWinters, {VT::kMatrix, VT::kScalar, VT::kScalar}, 0, VT::kVector},
+    {"histogram_quantile",
+     FuncId::kHistogramQuantile,
+     {VT::kScalar, VT::kVector},
+     0,
+     VT::kVector},
+    {"holt_winters",
+     FuncId::kHoltWinters,
+     {VT::kMatrix, VT::kScalar, VT::kScalar},
+     0,
+     VT::kVector},
     {"hour", FuncId::kHour, {VT::kVector}, 1, VT::kVector},
     {"idelta", FuncId::kIdelta, {VT::kMatrix}, 0, VT::kVector},
     {"increase", FuncId::kIncrease, {VT::kMatrix}, 0, VT::kVector},
     {"irate", FuncId::kIrate, {VT::kMatrix}, 0, VT::kVector},
-    {"label_replace", FuncId::kLabelReplace,
-     {VT::kVector, VT::kString, VT::kString, VT::kString, VT::kString}, 0, VT::kVector},
-    {"label_join", FuncId::kLabelJoin, {VT::kVector, VT::kString, VT::kString, VT::kString}, -1,
+    {"label_replace",
+     FuncId::kLabelReplace,
+     {VT::kVector, VT::kString, VT::kString, VT::kString, VT::kString},
+     0,
+     VT::kVector},
+    {"label_join",
+     FuncId::kLabelJoin,
+     {VT::kVector, VT::kString, VT::kString, VT::kString},
+     -1,
      VT::kVector},
     {"last_over_time", FuncId::kLastOverTime, {VT::kMatrix}, 0, VT::kVector},
     {"ln", FuncId::kLn, {VT::kVector}, 0, VT::kVector},
@@ -99,9 +128,17 @@ const FunctionInfo kFunctions[] = {
     {"minute", FuncId::kMinute, {VT::kVector}, 1, VT::kVector},
     {"month", FuncId::kMonth, {VT::kVector}, 1, VT::kVector},
     {"pi", FuncId::kPi, {}, 0, VT::kScalar},
-    {"predict_linear", FuncId::kPredictLinear, {VT::kMatrix, VT::kScalar}, 0, VT::kVector},
+    {"predict_linear",
+     FuncId::kPredictLinear,
+     {VT::kMatrix, VT::kScalar},
+     0,
+     VT::kVector},
     {"present_over_time", FuncId::kPresentOverTime, {VT::kMatrix}, 0, VT::kVector},
-    {"quantile_over_time", FuncId::kQuantileOverTime, {VT::kScalar, VT::kMatrix}, 0, VT::kVector},
+    {"quantile_over_time",
+     FuncId::kQuantileOverTime,
+     {VT::kScalar, VT::kMatrix},
+     0,
+     VT::kVector},
     {"rad", FuncId::kRad, {VT::kVector}, 0, VT::kVector},
     {"rate", FuncId::kRate, {VT::kMatrix}, 0, VT::kVector},
     {"resets", FuncId::kResets, {VT::kMatrix}, 0, VT::kVector},
@@ -134,7 +171,8 @@ const FunctionInfo* findFunction(std::string_view name) {
 }
 
 bool isRefusedFunction(std::string_view name) {
-  return name == "histogram_count" || name == "histogram_sum" || name == "histogram_fraction";
+  return name == "histogram_count" || name == "histogram_sum" ||
+         name == "histogram_fraction";
 }
 
 }  // namespace memcg::promql

@@ -15,21 +15,52 @@ enum class ValueType { kNone, kScalar, kVector, kMatrix, kString };
 const char* valueTypeName(ValueType t);  // "scalar", "instant vector", ...
 
 enum class NodeKind {
-  kNumber, kString, kVectorSelector, kMatrixSelector, kSubquery, kParen, kUnary, kBinary,
-  kAggregate, kCall
+  kNumber,
+  kString,
+  kVectorSelector,
+  kMatrixSelector,
+  kSubquery,
+  kParen,
+  kUnary,
+  kBinary,
+  kAggregate,
+  kCall
 };
 
 enum class BinOp {
-  kAdd, kSub, kMul, kDiv, kMod, kPow, kAtan2,
-  kEql, kNeq, kGtr, kLss, kGte, kLte,
-  kAnd, kOr, kUnless
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kPow,
+  kAtan2,
+  kEql,
+  kNeq,
+  kGtr,
+  kLss,
+  kGte,
+  kLte,
+  kAnd,
+  kOr,
+  kUnless
 };
 const char* binOpName(BinOp op);
 inline bool isComparison(BinOp op) { return op >= BinOp::kEql && op <= BinOp::kLte; }
 inline bool isSetOp(BinOp op) { return op >= BinOp::kAnd; }
 
 enum class AggOp {
-  kSum, kAvg, kCount, kMin, kMax, kGroup, kStddev, kStdvar, kTopk, kBottomk, kQuantile,
+  kSum,
+  kAvg,
+  kCount,
+  kMin,
+  kMax,
+  kGroup,
+  kStddev,
+  kStdvar,
+  kTopk,
+  kBottomk,
+  kQuantile,
   kCountValues
 };
 const char* aggOpName(AggOp op);
@@ -38,14 +69,73 @@ const char* aggOpName(AggOp op);
 enum class AtKind { kNone, kTimestamp, kStart, kEnd };
 
 enum class FuncId {
-  kAbs, kAbsent, kAbsentOverTime, kAcos, kAcosh, kAsin, kAsinh, kAtan, kAtanh, kAvgOverTime,
-  kCeil, kChanges, kClamp, kClampMax, kClampMin, kCos, kCosh, kCountOverTime, kDaysInMonth,
-  kDayOfMonth, kDayOfWeek, kDayOfYear, kDeg, kDelta, kDeriv, kExp, kFloor, kHistogramQuantile,
-  kHoltWinters, kHour, kIdelta, kIncrease, kIrate, kLabelReplace, kLabelJoin, kLastOverTime,
-  kLn, kLog10, kLog2, kMaxOverTime, kMinOverTime, kMinute, kMonth, kPi, kPredictLinear,
-  kPresentOverTime, kQuantileOverTime, kRad, kRate, kResets, kRound, kScalar, kSgn, kSin, kSinh,
-  kSort, kSortDesc, kSqrt, kStddevOverTime, kStdvarOverTime, kSumOverTime, kTan, kTanh, kTime,
-  kTimestamp, kVector, kYear
+  kAbs,
+  kAbsent,
+  kAbsentOverTime,
+  kAcos,
+  kAcosh,
+  kAsin,
+  kAsinh,
+  kAtan,
+  kAtanh,
+  kAvgOverTime,
+  kCeil,
+  kChanges,
+  kClamp,
+  kClampMax,
+  kClampMin,
+  kCos,
+  kCosh,
+  kCountOverTime,
+  kDaysInMonth,
+  kDayOfMonth,
+  kDayOfWeek,
+  kDayOfYear,
+  kDeg,
+  kDelta,
+  kDeriv,
+  kExp,
+  kFloor,
+  kHistogramQuantile,
+  kHoltWinters,
+  kHour,
+  kIdelta,
+  kIncrease,
+  kIrate,
+  kLabelReplace,
+  kLabelJoin,
+  kLastOverTime,
+  kLn,
+  kLog10,
+  kLog2,
+  kMaxOverTime,
+  kMinOverTime,
+  kMinute,
+  kMonth,
+  kPi,
+  kPredictLinear,
+  kPresentOverTime,
+  kQuantileOverTime,
+  kRad,
+  kRate,
+  kResets,
+  kRound,
+  kScalar,
+  kSgn,
+  kSin,
+  kSinh,
+  kSort,
+  kSortDesc,
+  kSqrt,
+  kStddevOverTime,
+  kStdvarOverTime,
+  kSumOverTime,
+  kTan,
+  kTanh,
+  kTime,
+  kTimestamp,
+  kVector,
+  kYear
 };
 
 struct FunctionInfo {

@@ -1,9 +1,9 @@
 #include "promql/engine.h"
 
 #include <algorithm>
-#include <exception>
 #include <charconv>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <unordered_set>
 
@@ -36,7 +36,8 @@ bool goParseFloat(std::string_view s, double& out) {
     if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return true;
   }
   std::string lower;
-  for (char c : s) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : s)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   std::string_view b = lower;
   bool neg = false;
   if (!b.empty() && (b[0] == '+' || b[0] == '-')) {
@@ -168,10 +169,14 @@ void Evaluator::memoPut(const Expr* node, const LSet* s, const LSet* v, double n
 
 int64_t Evaluator::atTime(const AtModifier& at, int64_t ts) const {
   switch (at.kind) {
-    case AtKind::kNone: return ts;
-    case AtKind::kTimestamp: return at.ms;
-    case AtKind::kStart: return start_;
-    case AtKind::kEnd: return end_;
+    case AtKind::kNone:
+      return ts;
+    case AtKind::kTimestamp:
+      return at.ms;
+    case AtKind::kStart:
+      return start_;
+    case AtKind::kEnd:
+      return end_;
   }
   return ts;
 }
@@ -202,7 +207,8 @@ const Evaluator::Selected& Evaluator::select(const VectorSelector* vs) {
   return selected_.emplace(vs, std::move(sel)).first->second;
 }
 
-Value Evaluator::evalVectorSelector(const VectorSelector* vs, int64_t ts, bool timestamps) {
+Value Evaluator::evalVectorSelector(const VectorSelector* vs, int64_t ts,
+                                    bool timestamps) {
   const Selected& sel = select(vs);
   int64_t ref = atTime(vs->at, ts) - vs->offset;
   int64_t mint = ref - opts_.lookbackDeltaMs;
@@ -216,7 +222,8 @@ Value Evaluator::evalVectorSelector(const VectorSelector* vs, int64_t ts, bool t
     if (it == pts.begin()) continue;
     --it;
     if (it->t < mint || isStaleNaN(it->v)) continue;
-    out.vec.push_back({sel.sets[i], timestamps ? static_cast<double>(it->t) / 1000 : it->v});
+    out.vec.push_back(
+        {sel.sets[i], timestamps ? static_cast<double>(it->t) / 1000 : it->v});
   }
   return out;
 }
@@ -243,29 +250,33 @@ Matrix Evaluator::evalMatrixSelector(const MatrixSelector* ms, int64_t ts) {
     const size_t n = pts.size();
     size_t lo = nc.lo[i], hi = nc.hi[i];
     if (lo == kUnset || lo > n || (lo > 0 && pts[lo - 1].t >= mint)) {
-      lo = static_cast<size_t>(std::lower_bound(pts.begin(), pts.end(), mint,
-                                                [](const Sample& s, int64_t r) { return s.t < r; }) -
-                               pts.begin());
+      lo = static_cast<size_t>(
+          std::lower_bound(pts.begin(), pts.end(), mint,
+                           [](const Sample& s, int64_t r) { return s.t < r; }) -
+          pts.begin());
     } else {
       for (int k = 0; lo < n && pts[lo].t < mint; ++k, ++lo) {
         if (k == 16) {
-          lo = static_cast<size_t>(std::lower_bound(pts.begin() + lo, pts.end(), mint,
-                                                    [](const Sample& s, int64_t r) { return s.t < r; }) -
-                                   pts.begin());
+          lo = static_cast<size_t>(
+              std::lower_bound(pts.begin() + lo, pts.end(), mint,
+                               [](const Sample& s, int64_t r) { return s.t < r; }) -
+              pts.begin());
           break;
         }
       }
     }
     if (hi == kUnset || hi > n || hi < lo || (hi > 0 && pts[hi - 1].t > maxt)) {
-      hi = static_cast<size_t>(std::upper_bound(pts.begin() + lo, pts.end(), maxt,
-                                                [](int64_t r, const Sample& s) { return r < s.t; }) -
-                               pts.begin());
+      hi = static_cast<size_t>(
+          std::upper_bound(pts.begin() + lo, pts.end(), maxt,
+                           [](int64_t r, const Sample& s) { return r < s.t; }) -
+          pts.begin());
     } else {
       for (int k = 0; hi < n && pts[hi].t <= maxt; ++k, ++hi) {
         if (k == 16) {
-          hi = static_cast<size_t>(std::upper_bound(pts.begin() + hi, pts.end(), maxt,
-                                                    [](int64_t r, const Sample& s) { return r < s.t; }) -
-                                   pts.begin());
+          hi = static_cast<size_t>(
+              std::upper_bound(pts.begin() + hi, pts.end(), maxt,
+                               [](int64_t r, const Sample& s) { return r < s.t; }) -
+              pts.begin());
           break;
         }
       }
@@ -304,7 +315,9 @@ Matrix Evaluator::evalSubquery(const SubqueryExpr* sq, int64_t ts) {
     auto it = nc.byTime.find(t);
     if (it == nc.byTime.end()) {
       if (++subqueryPoints_ > opts_.maxSubqueryPoints) {
-        fail("query processing would load too many samples into memory in subquery evaluation");
+        fail(
+            "query processing would load too many samples into memory in subquery "
+            "evaluation");
       }
       Value v = eval(sq->expr.get(), t);
       it = nc.byTime.emplace(t, std::move(v.vec)).first;
@@ -330,7 +343,8 @@ Matrix Evaluator::evalMatrixArg(const Expr* e, int64_t ts) {
   if (e->kind == NodeKind::kMatrixSelector) {
     return evalMatrixSelector(static_cast<const MatrixSelector*>(e), ts);
   }
-  if (e->kind == NodeKind::kSubquery) return evalSubquery(static_cast<const SubqueryExpr*>(e), ts);
+  if (e->kind == NodeKind::kSubquery)
+    return evalSubquery(static_cast<const SubqueryExpr*>(e), ts);
   fail("expected a range vector");
 }
 
@@ -347,27 +361,42 @@ void Evaluator::checkAcrossSteps(const Expr* node, const LSet* out, const LSet* 
   if (!rangeMode()) return;
   auto& m = cache(node).outFrom;
   auto [it, inserted] = m.emplace(out, in);
-  if (!inserted && it->second != in) fail("vector cannot contain metrics with the same labelset");
+  if (!inserted && it->second != in)
+    fail("vector cannot contain metrics with the same labelset");
 }
 
 namespace {
 
 double scalarArith(BinOp op, double l, double r) {
   switch (op) {
-    case BinOp::kAdd: return l + r;
-    case BinOp::kSub: return l - r;
-    case BinOp::kMul: return l * r;
-    case BinOp::kDiv: return l / r;
-    case BinOp::kPow: return std::pow(l, r);
-    case BinOp::kMod: return std::fmod(l, r);
-    case BinOp::kAtan2: return std::atan2(l, r);
-    case BinOp::kEql: return l == r ? 1 : 0;
-    case BinOp::kNeq: return l != r ? 1 : 0;
-    case BinOp::kGtr: return l > r ? 1 : 0;
-    case BinOp::kLss: return l < r ? 1 : 0;
-    case BinOp::kGte: return l >= r ? 1 : 0;
-    case BinOp::kLte: return l <= r ? 1 : 0;
-    default: return NAN;
+    case BinOp::kAdd:
+      return l + r;
+    case BinOp::kSub:
+      return l - r;
+    case BinOp::kMul:
+      return l * r;
+    case BinOp::kDiv:
+      return l / r;
+    case BinOp::kPow:
+      return std::pow(l, r);
+    case BinOp::kMod:
+      return std::fmod(l, r);
+    case BinOp::kAtan2:
+      return std::atan2(l, r);
+    case BinOp::kEql:
+      return l == r ? 1 : 0;
+    case BinOp::kNeq:
+      return l != r ? 1 : 0;
+    case BinOp::kGtr:
+      return l > r ? 1 : 0;
+    case BinOp::kLss:
+      return l < r ? 1 : 0;
+    case BinOp::kGte:
+      return l >= r ? 1 : 0;
+    case BinOp::kLte:
+      return l <= r ? 1 : 0;
+    default:
+      return NAN;
   }
 }
 
@@ -375,13 +404,26 @@ double scalarArith(BinOp op, double l, double r) {
 inline double elemBinop(BinOp op, double l, double r, bool& keep) {
   keep = true;
   switch (op) {
-    case BinOp::kEql: keep = l == r; return l;
-    case BinOp::kNeq: keep = l != r; return l;
-    case BinOp::kGtr: keep = l > r; return l;
-    case BinOp::kLss: keep = l < r; return l;
-    case BinOp::kGte: keep = l >= r; return l;
-    case BinOp::kLte: keep = l <= r; return l;
-    default: return scalarArith(op, l, r);
+    case BinOp::kEql:
+      keep = l == r;
+      return l;
+    case BinOp::kNeq:
+      keep = l != r;
+      return l;
+    case BinOp::kGtr:
+      keep = l > r;
+      return l;
+    case BinOp::kLss:
+      keep = l < r;
+      return l;
+    case BinOp::kGte:
+      keep = l >= r;
+      return l;
+    case BinOp::kLte:
+      keep = l <= r;
+      return l;
+    default:
+      return scalarArith(op, l, r);
   }
 }
 
@@ -412,7 +454,8 @@ const LSet* Evaluator::resultMetric(const BinaryExpr* b, const LSet* l, const LS
   }
   Labels out = *l->ls;
   auto del = [&](std::string_view name) {
-    out.erase(std::remove_if(out.begin(), out.end(), [&](const Label& x) { return x.name == name; }),
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const Label& x) { return x.name == name; }),
               out.end());
   };
   if (dropsName(b->op) || b->returnBool) del(kMetricName);
@@ -421,8 +464,8 @@ const LSet* Evaluator::resultMetric(const BinaryExpr* b, const LSet* l, const LS
     if (vm.on) {
       out.erase(std::remove_if(out.begin(), out.end(),
                                [&](const Label& x) {
-                                 return !std::binary_search(vm.labels.begin(), vm.labels.end(),
-                                                            x.name);
+                                 return !std::binary_search(vm.labels.begin(),
+                                                            vm.labels.end(), x.name);
                                }),
                 out.end());
     } else {
@@ -435,7 +478,8 @@ const LSet* Evaluator::resultMetric(const BinaryExpr* b, const LSet* l, const LS
       del(n);
       if (!v.empty()) out.push_back({n, std::string(v)});
     }
-    std::sort(out.begin(), out.end(), [](const Label& a, const Label& c) { return a.name < c.name; });
+    std::sort(out.begin(), out.end(),
+              [](const Label& a, const Label& c) { return a.name < c.name; });
   }
   const LSet* res = pool_.intern(std::move(out));
   bucket.push_back({{l, r}, res});
@@ -474,7 +518,8 @@ Vector Evaluator::setOp(const BinaryExpr* b, Vector&& lhs, Vector&& rhs) {
       }
       return out;
     }
-    default: return out;
+    default:
+      return out;
   }
 }
 
@@ -497,10 +542,11 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
         bool listed = std::binary_search(vm.labels.begin(), vm.labels.end(), l.name);
         if (vm.on ? listed : (!listed && l.name != kMetricName)) matched.push_back(l);
       }
-      fail("found duplicate series for the match group " + labelsString(matched) + " on the " +
-           (swapped ? "left" : "right") + " hand-side of the operation: [" +
+      fail("found duplicate series for the match group " + labelsString(matched) +
+           " on the " + (swapped ? "left" : "right") + " hand-side of the operation: [" +
            labelsString(*rs.m->ls) + ", " + labelsString(*rhs[sig->slot].m->ls) +
-           "];many-to-many matching not allowed: matching labels must be unique on one side");
+           "];many-to-many matching not allowed: matching labels must be unique on one "
+           "side");
     }
     sig->mark = epoch;
     sig->slot = i;
@@ -530,7 +576,9 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
     const LSet* metric = resultMetric(b, ls.m, rs.m);
     if (vm.card == Card::kOneToOne) {
       if (matchedOne[ri]) {
-        fail("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+        fail(
+            "multiple matches for labels: many-to-one matching must be explicit "
+            "(group_left/group_right)");
       }
       matchedOne[ri] = 1;
     } else {
@@ -710,12 +758,14 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
       }
       if (!set) {
         ls.push_back({strParam, val});
-        std::sort(ls.begin(), ls.end(), [](const Label& x, const Label& y) { return x.name < y.name; });
+        std::sort(ls.begin(), ls.end(),
+                  [](const Label& x, const Label& y) { return x.name < y.name; });
       }
       Labels gl;
       for (const auto& l : ls) {
         bool listed = std::binary_search(grouping.begin(), grouping.end(), l.name);
-        if (a->without ? (!listed && l.name != kMetricName) : (listed || l.name == strParam)) {
+        if (a->without ? (!listed && l.name != kMetricName)
+                       : (listed || l.name == strParam)) {
           gl.push_back(l);
         }
       }
@@ -733,19 +783,30 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
       Group ng{g, s.v, s.v, 1, {}, {}};
       switch (a->op) {
         case AggOp::kStddev:
-        case AggOp::kStdvar: ng.value = 0; break;
+        case AggOp::kStdvar:
+          ng.value = 0;
+          break;
         case AggOp::kTopk:
-        case AggOp::kBottomk: ng.heap.push_back(s); break;
-        case AggOp::kQuantile: ng.values.push_back(s.v); break;
-        case AggOp::kGroup: ng.value = 1; break;
-        default: break;
+        case AggOp::kBottomk:
+          ng.heap.push_back(s);
+          break;
+        case AggOp::kQuantile:
+          ng.values.push_back(s.v);
+          break;
+        case AggOp::kGroup:
+          ng.value = 1;
+          break;
+        default:
+          break;
       }
       groups.push_back(std::move(ng));
       continue;
     }
     Group& gr = groups[g->slot];
     switch (a->op) {
-      case AggOp::kSum: gr.value += s.v; break;
+      case AggOp::kSum:
+        gr.value += s.v;
+        break;
       case AggOp::kAvg:
         gr.count++;
         if (std::isinf(gr.mean)) {
@@ -754,7 +815,8 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
         }
         gr.mean += s.v / gr.count - gr.mean / gr.count;
         break;
-      case AggOp::kGroup: break;
+      case AggOp::kGroup:
+        break;
       case AggOp::kMax:
         if (gr.value < s.v || std::isnan(gr.value)) gr.value = s.v;
         break;
@@ -762,7 +824,9 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
         if (gr.value > s.v || std::isnan(gr.value)) gr.value = s.v;
         break;
       case AggOp::kCount:
-      case AggOp::kCountValues: gr.count++; break;
+      case AggOp::kCountValues:
+        gr.count++;
+        break;
       case AggOp::kStddev:
       case AggOp::kStdvar: {
         gr.count++;
@@ -797,34 +861,49 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
           heapPush(gr.heap, s, bottomLess);
         }
         break;
-      case AggOp::kQuantile: gr.values.push_back(s.v); break;
+      case AggOp::kQuantile:
+        gr.values.push_back(s.v);
+        break;
     }
   }
   out.vec.reserve(groups.size());
   for (auto& gr : groups) {
     double v = gr.value;
     switch (a->op) {
-      case AggOp::kAvg: v = gr.mean; break;
+      case AggOp::kAvg:
+        v = gr.mean;
+        break;
       case AggOp::kCount:
-      case AggOp::kCountValues: v = gr.count; break;
-      case AggOp::kStdvar: v = gr.value / gr.count; break;
-      case AggOp::kStddev: v = std::sqrt(gr.value / gr.count); break;
+      case AggOp::kCountValues:
+        v = gr.count;
+        break;
+      case AggOp::kStdvar:
+        v = gr.value / gr.count;
+        break;
+      case AggOp::kStddev:
+        v = std::sqrt(gr.value / gr.count);
+        break;
       case AggOp::kTopk:
         if (gr.heap.size() > 1) {
-          std::stable_sort(gr.heap.begin(), gr.heap.end(),
-                           [&](const VSample& x, const VSample& y) { return topLess(y, x); });
+          std::stable_sort(
+              gr.heap.begin(), gr.heap.end(),
+              [&](const VSample& x, const VSample& y) { return topLess(y, x); });
         }
         for (const auto& h : gr.heap) out.vec.push_back(h);
         continue;
       case AggOp::kBottomk:
         if (gr.heap.size() > 1) {
-          std::stable_sort(gr.heap.begin(), gr.heap.end(),
-                           [&](const VSample& x, const VSample& y) { return bottomLess(y, x); });
+          std::stable_sort(
+              gr.heap.begin(), gr.heap.end(),
+              [&](const VSample& x, const VSample& y) { return bottomLess(y, x); });
         }
         for (const auto& h : gr.heap) out.vec.push_back(h);
         continue;
-      case AggOp::kQuantile: v = quantileOf(param, gr.values); break;
-      default: break;
+      case AggOp::kQuantile:
+        v = quantileOf(param, gr.values);
+        break;
+      default:
+        break;
     }
     out.vec.push_back({gr.labels, v});
   }
@@ -845,7 +924,8 @@ Value Evaluator::eval(const Expr* e, int64_t ts) {
       v.str = static_cast<const StringLiteral*>(e)->value;
       return v;
     }
-    case NodeKind::kParen: return eval(static_cast<const ParenExpr*>(e)->expr.get(), ts);
+    case NodeKind::kParen:
+      return eval(static_cast<const ParenExpr*>(e)->expr.get(), ts);
     case NodeKind::kVectorSelector:
       return evalVectorSelector(static_cast<const VectorSelector*>(e), ts, false);
     case NodeKind::kMatrixSelector: {
@@ -877,9 +957,12 @@ Value Evaluator::eval(const Expr* e, int64_t ts) {
       checkDuplicates(v.vec);
       return v;
     }
-    case NodeKind::kBinary: return evalBinary(static_cast<const BinaryExpr*>(e), ts);
-    case NodeKind::kAggregate: return evalAggregate(static_cast<const AggregateExpr*>(e), ts);
-    case NodeKind::kCall: return evalCall(static_cast<const Call*>(e), ts);
+    case NodeKind::kBinary:
+      return evalBinary(static_cast<const BinaryExpr*>(e), ts);
+    case NodeKind::kAggregate:
+      return evalAggregate(static_cast<const AggregateExpr*>(e), ts);
+    case NodeKind::kCall:
+      return evalCall(static_cast<const Call*>(e), ts);
   }
   fail("unknown expression");
 }
@@ -903,8 +986,12 @@ Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& exp
     r.type = v.type;
     r.t = t;
     switch (v.type) {
-      case ValueType::kScalar: r.scalar = v.scalar; break;
-      case ValueType::kString: r.str = v.str; break;
+      case ValueType::kScalar:
+        r.scalar = v.scalar;
+        break;
+      case ValueType::kString:
+        r.str = v.str;
+        break;
       case ValueType::kVector:
         r.series.reserve(v.vec.size());
         for (const auto& s : v.vec) r.series.push_back({*s.m->ls, {{t, s.v}}});
@@ -913,32 +1000,37 @@ Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& exp
         for (const auto& s : v.mat.series) {
           r.series.push_back({*s.m->ls, std::vector<Sample>(s.pts.begin(), s.pts.end())});
         }
-        std::sort(r.series.begin(), r.series.end(), [](const ResultSeries& a, const ResultSeries& b) {
-          return compareLabels(a.labels, b.labels) < 0;
-        });
+        std::sort(r.series.begin(), r.series.end(),
+                  [](const ResultSeries& a, const ResultSeries& b) {
+                    return compareLabels(a.labels, b.labels) < 0;
+                  });
         break;
-      default: break;
+      default:
+        break;
     }
     return r;
   } catch (const detail::EvalError& e) {
     return errorResult(e.msg);
-  } catch (const std::exception& e) {  // e.g. out of memory: the query fails, not the process
+  } catch (
+      const std::exception& e) {  // e.g. out of memory: the query fails, not the process
     return errorResult(std::string("query failed: ") + e.what());
   }
 }
 
-Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr, int64_t start,
-                                       int64_t end, int64_t step) const {
+Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
+                                       int64_t start, int64_t end, int64_t step) const {
   ValueType et = expr.type();
   if (et != ValueType::kScalar && et != ValueType::kVector) {
     return errorResult(std::string("invalid expression type \"") + valueTypeName(et) +
                        "\" for range query, must be Scalar or instant Vector");
   }
-  if (step <= 0) return errorResult("zero or negative query resolution step widths are not accepted");
+  if (step <= 0)
+    return errorResult("zero or negative query resolution step widths are not accepted");
   if (end < start) return errorResult("end timestamp must not be before start time");
   if ((end - start) / step > opts_.maxRangeSteps) {
-    return errorResult("exceeded maximum resolution of " + std::to_string(opts_.maxRangeSteps) +
-                       " points per timeseries. Try decreasing the query resolution (?step=XX)");
+    return errorResult(
+        "exceeded maximum resolution of " + std::to_string(opts_.maxRangeSteps) +
+        " points per timeseries. Try decreasing the query resolution (?step=XX)");
   }
   try {
     detail::Evaluator ev(storage, opts_, start, end, step);
@@ -958,13 +1050,15 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
         r.series[it->second].points.push_back({t, s.v});
       }
     }
-    std::sort(r.series.begin(), r.series.end(), [](const ResultSeries& a, const ResultSeries& b) {
-      return compareLabels(a.labels, b.labels) < 0;
-    });
+    std::sort(r.series.begin(), r.series.end(),
+              [](const ResultSeries& a, const ResultSeries& b) {
+                return compareLabels(a.labels, b.labels) < 0;
+              });
     return r;
   } catch (const detail::EvalError& e) {
     return errorResult(e.msg);
-  } catch (const std::exception& e) {  // e.g. out of memory: the query fails, not the process
+  } catch (
+      const std::exception& e) {  // e.g. out of memory: the query fails, not the process
     return errorResult(std::string("query failed: ") + e.what());
   }
 }

@@ -18,9 +18,10 @@
 namespace memcg::promql {
 
 struct EngineOptions {
-  int64_t lookbackDeltaMs = 5 * 60 * 1000;      ///< Prometheus' default 5m
-  int64_t defaultSubqueryStepMs = 60 * 1000;    ///< the global evaluation interval
-  /// Range queries with (end - start) / step above this are refused (Prometheus' API limit).
+  int64_t lookbackDeltaMs = 5 * 60 * 1000;    ///< Prometheus' default 5m
+  int64_t defaultSubqueryStepMs = 60 * 1000;  ///< the global evaluation interval
+  /// Range queries with (end - start) / step above this are refused (Prometheus' API
+  /// limit).
   int64_t maxRangeSteps = 11000;
   /// Subquery points one query may compute in all (as --query.max-samples).
   int64_t maxSubqueryPoints = 50'000'000;
@@ -45,7 +46,8 @@ class Engine {
  public:
   explicit Engine(EngineOptions opts = {}) : opts_(opts) {}
   /// Errors: Error::detail holds the message (path "eval").
-  Result<QueryResult> instantQuery(const Storage& storage, const Expr& expr, int64_t t) const;
+  Result<QueryResult> instantQuery(const Storage& storage, const Expr& expr,
+                                   int64_t t) const;
   /// expr must be of scalar or instant-vector type; step > 0.
   Result<QueryResult> rangeQuery(const Storage& storage, const Expr& expr, int64_t start,
                                  int64_t end, int64_t step) const;

@@ -112,14 +112,20 @@ class Evaluator {
     std::vector<char> hasStale;
   };
   struct NodeCache {
-    std::unordered_map<const LSet*, const LSet*> map;      // group / signature / output labels
-    std::unordered_map<const LSet*, const LSet*> outFrom;  // range mode: output labels -> source
-    std::unordered_map<int64_t, Vector> byTime;            // subquery inner results
+    std::unordered_map<const LSet*, const LSet*>
+        map;  // group / signature / output labels
+    std::unordered_map<const LSet*, const LSet*>
+        outFrom;                                   // range mode: output labels -> source
+    std::unordered_map<int64_t, Vector> byTime;    // subquery inner results
     std::unordered_map<const LSet*, double> nums;  // memo numbers beside map
     int collisionFree = -1;
-    std::vector<uint32_t> lo, hi;  // matrix selectors: the last window per series  // matrix functions: no two selected series collide once renamed
+    std::vector<uint32_t> lo,
+        hi;  // matrix selectors: the last window per series  // matrix functions: no two
+             // selected series collide once renamed
     std::shared_ptr<re2::RE2> re;
-    std::unordered_map<uint64_t, std::vector<std::pair<std::pair<const LSet*, const LSet*>, const LSet*>>>
+    std::unordered_map<
+        uint64_t,
+        std::vector<std::pair<std::pair<const LSet*, const LSet*>, const LSet*>>>
         pairMap;
   };
 

@@ -26,7 +26,8 @@ inline void kahanInc(double inc, double& sum, double& c) {
 
 void linearRegression(std::span<const Sample> s, int64_t interceptTime, double& slope,
                       double& intercept) {
-  double n = 0, sumX = 0, cX = 0, sumY = 0, cY = 0, sumXY = 0, cXY = 0, sumX2 = 0, cX2 = 0;
+  double n = 0, sumX = 0, cX = 0, sumY = 0, cY = 0, sumXY = 0, cXY = 0, sumX2 = 0,
+         cX2 = 0;
   double initY = s[0].v;
   bool constY = true;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -58,8 +59,8 @@ void linearRegression(std::span<const Sample> s, int64_t interceptTime, double& 
 }
 
 // extrapolatedRate: rate(), increase(), delta().
-bool extrapolatedRate(const Matrix& m, std::span<const Sample> s, bool isCounter, bool isRate,
-                      double& out) {
+bool extrapolatedRate(const Matrix& m, std::span<const Sample> s, bool isCounter,
+                      bool isRate, double& out) {
   if (s.size() < 2) return false;
   double result = s.back().v - s.front().v;
   if (isCounter) {
@@ -144,14 +145,22 @@ double dateValue(FuncId id, int64_t secs) {
       bool leap = (c.year % 4 == 0 && c.year % 100 != 0) || c.year % 400 == 0;
       return c.month == 2 && leap ? 29 : dim[c.month - 1];
     }
-    case FuncId::kDayOfMonth: return c.day;
-    case FuncId::kDayOfWeek: return c.weekday;
-    case FuncId::kDayOfYear: return c.yday;
-    case FuncId::kHour: return c.hour;
-    case FuncId::kMinute: return c.minute;
-    case FuncId::kMonth: return c.month;
-    case FuncId::kYear: return static_cast<double>(c.year);
-    default: return NAN;
+    case FuncId::kDayOfMonth:
+      return c.day;
+    case FuncId::kDayOfWeek:
+      return c.weekday;
+    case FuncId::kDayOfYear:
+      return c.yday;
+    case FuncId::kHour:
+      return c.hour;
+    case FuncId::kMinute:
+      return c.minute;
+    case FuncId::kMonth:
+      return c.month;
+    case FuncId::kYear:
+      return static_cast<double>(c.year);
+    default:
+      return NAN;
   }
 }
 
@@ -182,30 +191,54 @@ int64_t goInt64(double f) {
 
 double simple(FuncId id, double v) {
   switch (id) {
-    case FuncId::kAbs: return std::abs(v);
-    case FuncId::kCeil: return std::ceil(v);
-    case FuncId::kFloor: return std::floor(v);
-    case FuncId::kExp: return std::exp(v);
-    case FuncId::kSqrt: return std::sqrt(v);
-    case FuncId::kLn: return std::log(v);
-    case FuncId::kLog2: return std::log2(v);
-    case FuncId::kLog10: return std::log10(v);
-    case FuncId::kSin: return std::sin(v);
-    case FuncId::kCos: return std::cos(v);
-    case FuncId::kTan: return std::tan(v);
-    case FuncId::kAsin: return std::asin(v);
-    case FuncId::kAcos: return std::acos(v);
-    case FuncId::kAtan: return std::atan(v);
-    case FuncId::kSinh: return std::sinh(v);
-    case FuncId::kCosh: return std::cosh(v);
-    case FuncId::kTanh: return std::tanh(v);
-    case FuncId::kAsinh: return std::asinh(v);
-    case FuncId::kAcosh: return std::acosh(v);
-    case FuncId::kAtanh: return std::atanh(v);
-    case FuncId::kRad: return v * M_PI / 180;
-    case FuncId::kDeg: return v * 180 / M_PI;
-    case FuncId::kSgn: return v < 0 ? -1 : v > 0 ? 1 : v;
-    default: return NAN;
+    case FuncId::kAbs:
+      return std::abs(v);
+    case FuncId::kCeil:
+      return std::ceil(v);
+    case FuncId::kFloor:
+      return std::floor(v);
+    case FuncId::kExp:
+      return std::exp(v);
+    case FuncId::kSqrt:
+      return std::sqrt(v);
+    case FuncId::kLn:
+      return std::log(v);
+    case FuncId::kLog2:
+      return std::log2(v);
+    case FuncId::kLog10:
+      return std::log10(v);
+    case FuncId::kSin:
+      return std::sin(v);
+    case FuncId::kCos:
+      return std::cos(v);
+    case FuncId::kTan:
+      return std::tan(v);
+    case FuncId::kAsin:
+      return std::asin(v);
+    case FuncId::kAcos:
+      return std::acos(v);
+    case FuncId::kAtan:
+      return std::atan(v);
+    case FuncId::kSinh:
+      return std::sinh(v);
+    case FuncId::kCosh:
+      return std::cosh(v);
+    case FuncId::kTanh:
+      return std::tanh(v);
+    case FuncId::kAsinh:
+      return std::asinh(v);
+    case FuncId::kAcosh:
+      return std::acosh(v);
+    case FuncId::kAtanh:
+      return std::atanh(v);
+    case FuncId::kRad:
+      return v * M_PI / 180;
+    case FuncId::kDeg:
+      return v * 180 / M_PI;
+    case FuncId::kSgn:
+      return v < 0 ? -1 : v > 0 ? 1 : v;
+    default:
+      return NAN;
   }
 }
 
@@ -218,7 +251,8 @@ double bucketQuantile(double q, std::vector<Bucket>& b) {
   if (std::isnan(q)) return NAN;
   if (q < 0) return -INFINITY;
   if (q > 1) return INFINITY;
-  std::stable_sort(b.begin(), b.end(), [](const Bucket& x, const Bucket& y) { return x.upper < y.upper; });
+  std::stable_sort(b.begin(), b.end(),
+                   [](const Bucket& x, const Bucket& y) { return x.upper < y.upper; });
   if (!(std::isinf(b.back().upper) && b.back().upper > 0)) return NAN;
   // Coalesce buckets with the same upper bound.
   size_t w = 0;
@@ -267,8 +301,10 @@ double bucketQuantile(double q, std::vector<Bucket>& b) {
 Labels absentLabels(const Expr* arg) {
   arg = unwrapParens(arg);
   const VectorSelector* vs = nullptr;
-  if (arg->kind == NodeKind::kVectorSelector) vs = static_cast<const VectorSelector*>(arg);
-  if (arg->kind == NodeKind::kMatrixSelector) vs = static_cast<const MatrixSelector*>(arg)->vs.get();
+  if (arg->kind == NodeKind::kVectorSelector)
+    vs = static_cast<const VectorSelector*>(arg);
+  if (arg->kind == NodeKind::kMatrixSelector)
+    vs = static_cast<const MatrixSelector*>(arg)->vs.get();
   Labels out;
   if (vs == nullptr) return out;
   std::vector<std::string> empty;
@@ -277,16 +313,19 @@ Labels absentLabels(const Expr* arg) {
     bool has = !labelValue(out, m.name()).empty();
     if (m.type() == MatchType::kEqual && !has) {
       out.push_back({m.name(), m.value()});
-      std::sort(out.begin(), out.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+      std::sort(out.begin(), out.end(),
+                [](const Label& a, const Label& b) { return a.name < b.name; });
     } else {
       empty.push_back(m.name());
     }
   }
   for (const auto& n : empty) {
-    out.erase(std::remove_if(out.begin(), out.end(), [&](const Label& l) { return l.name == n; }),
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const Label& l) { return l.name == n; }),
               out.end());
   }
-  out.erase(std::remove_if(out.begin(), out.end(), [](const Label& l) { return l.value.empty(); }),
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [](const Label& l) { return l.value.empty(); }),
             out.end());
   return out;
 }
@@ -297,8 +336,8 @@ const std::string& stringArg(const Call* c, size_t i) {
 }
 
 // Go's regexp.Expand template syntax: $1, ${1}, $name, ${name}, $$.
-void expandTemplate(const RE2& re, std::string_view tmpl, const std::vector<re2::StringPiece>& groups,
-                    std::string& out) {
+void expandTemplate(const RE2& re, std::string_view tmpl,
+                    const std::vector<re2::StringPiece>& groups, std::string& out) {
   const auto& named = re.NamedCapturingGroups();
   size_t i = 0;
   while (i < tmpl.size()) {
@@ -317,7 +356,8 @@ void expandTemplate(const RE2& re, std::string_view tmpl, const std::vector<re2:
     std::string name;
     bool brace = i < tmpl.size() && tmpl[i] == '{';
     size_t j = brace ? i + 1 : i;
-    while (j < tmpl.size() && (std::isalnum(static_cast<unsigned char>(tmpl[j])) || tmpl[j] == '_')) {
+    while (j < tmpl.size() &&
+           (std::isalnum(static_cast<unsigned char>(tmpl[j])) || tmpl[j] == '_')) {
       name.push_back(tmpl[j]);
       ++j;
     }
@@ -331,7 +371,8 @@ void expandTemplate(const RE2& re, std::string_view tmpl, const std::vector<re2:
       continue;
     }
     i = j;
-    bool numeric = std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    bool numeric = std::all_of(name.begin(), name.end(),
+                               [](char ch) { return ch >= '0' && ch <= '9'; });
     int idx = -1;
     if (numeric) {
       if (name.size() < 10) idx = std::stoi(name);
@@ -339,7 +380,8 @@ void expandTemplate(const RE2& re, std::string_view tmpl, const std::vector<re2:
       auto it = named.find(name);
       if (it != named.end()) idx = it->second;
     }
-    if (idx >= 0 && static_cast<size_t>(idx) < groups.size() && groups[idx].data() != nullptr) {
+    if (idx >= 0 && static_cast<size_t>(idx) < groups.size() &&
+        groups[idx].data() != nullptr) {
       out.append(groups[idx].data(), groups[idx].size());
     }
   }
@@ -360,10 +402,12 @@ Vector Evaluator::labelReplace(const Call* c, const Vector& in) {
     if (!re->ok()) fail("invalid regular expression in label_replace(): " + regex);
     nc.re = std::move(re);
   }
-  if (!validLabelName(dst)) fail("invalid destination label name in label_replace(): " + dst);
+  if (!validLabelName(dst))
+    fail("invalid destination label name in label_replace(): " + dst);
   Vector out;
   out.reserve(in.size());
-  std::vector<re2::StringPiece> groups(static_cast<size_t>(nc.re->NumberOfCapturingGroups()) + 1);
+  std::vector<re2::StringPiece> groups(
+      static_cast<size_t>(nc.re->NumberOfCapturingGroups()) + 1);
   for (const auto& s : in) {
     const LSet* m = memoGet(c, s.m);
     if (m == nullptr) {
@@ -381,7 +425,8 @@ Vector Evaluator::labelReplace(const Call* c, const Vector& in) {
         }
         if (!res.empty()) {
           ls.push_back({dst, res});
-          std::sort(ls.begin(), ls.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+          std::sort(ls.begin(), ls.end(),
+                    [](const Label& a, const Label& b) { return a.name < b.name; });
         }
         m = pool_.intern(std::move(ls));
       }
@@ -401,7 +446,8 @@ Vector Evaluator::labelJoin(const Call* c, const Vector& in) {
     if (!validLabelName(s)) fail("invalid source label name in label_join(): " + s);
     srcs.push_back(&s);
   }
-  if (!validLabelName(dst)) fail("invalid destination label name in label_join(): " + dst);
+  if (!validLabelName(dst))
+    fail("invalid destination label name in label_join(): " + dst);
   Vector out;
   out.reserve(in.size());
   for (const auto& s : in) {
@@ -418,7 +464,8 @@ Vector Evaluator::labelJoin(const Call* c, const Vector& in) {
       }
       if (!joined.empty()) {
         ls.push_back({dst, joined});
-        std::sort(ls.begin(), ls.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+        std::sort(ls.begin(), ls.end(),
+                  [](const Label& a, const Label& b) { return a.name < b.name; });
       }
       m = pool_.intern(std::move(ls));
       memoPut(c, s.m, m);
@@ -484,13 +531,16 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
   Value out;
   out.type = ValueType::kVector;
   if (id == FuncId::kAbsentOverTime) {
-    if (m.series.empty()) out.vec.push_back({pool_.intern(absentLabels(c->args[0].get())), 1});
+    if (m.series.empty())
+      out.vec.push_back({pool_.intern(absentLabels(c->args[0].get())), 1});
     return out;
   }
   // As 2.42: the factors are checked when a series is evaluated.
   if (id == FuncId::kHoltWinters && !m.series.empty()) {
-    if (p1 <= 0 || p1 >= 1) fail("invalid smoothing factor. Expected: 0 < sf < 1, got: " + std::to_string(p1));
-    if (p2 <= 0 || p2 >= 1) fail("invalid trend factor. Expected: 0 < tf < 1, got: " + std::to_string(p2));
+    if (p1 <= 0 || p1 >= 1)
+      fail("invalid smoothing factor. Expected: 0 < sf < 1, got: " + std::to_string(p1));
+    if (p2 <= 0 || p2 >= 1)
+      fail("invalid trend factor. Expected: 0 < tf < 1, got: " + std::to_string(p2));
   }
   out.vec.reserve(m.series.size());
   std::vector<double> scratch;
@@ -522,11 +572,21 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
     double v = 0;
     bool ok = true;
     switch (id) {
-      case FuncId::kRate: ok = extrapolatedRate(m, pts, true, true, v); break;
-      case FuncId::kIncrease: ok = extrapolatedRate(m, pts, true, false, v); break;
-      case FuncId::kDelta: ok = extrapolatedRate(m, pts, false, false, v); break;
-      case FuncId::kIrate: ok = instantValue(pts, true, v); break;
-      case FuncId::kIdelta: ok = instantValue(pts, false, v); break;
+      case FuncId::kRate:
+        ok = extrapolatedRate(m, pts, true, true, v);
+        break;
+      case FuncId::kIncrease:
+        ok = extrapolatedRate(m, pts, true, false, v);
+        break;
+      case FuncId::kDelta:
+        ok = extrapolatedRate(m, pts, false, false, v);
+        break;
+      case FuncId::kIrate:
+        ok = instantValue(pts, true, v);
+        break;
+      case FuncId::kIdelta:
+        ok = instantValue(pts, false, v);
+        break;
       case FuncId::kDeriv: {
         if (pts.size() < 2) {
           ok = false;
@@ -598,9 +658,15 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
         v = std::isinf(mean) ? mean : mean + comp;
         break;
       }
-      case FuncId::kCountOverTime: v = static_cast<double>(pts.size()); break;
-      case FuncId::kLastOverTime: v = pts.back().v; break;
-      case FuncId::kPresentOverTime: v = 1; break;
+      case FuncId::kCountOverTime:
+        v = static_cast<double>(pts.size());
+        break;
+      case FuncId::kLastOverTime:
+        v = pts.back().v;
+        break;
+      case FuncId::kPresentOverTime:
+        v = 1;
+        break;
       case FuncId::kMaxOverTime: {
         v = pts[0].v;
         for (const auto& p : pts) {
@@ -640,7 +706,8 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
         if (id == FuncId::kStddevOverTime) v = std::sqrt(v);
         break;
       }
-      default: fail(std::string("function not implemented: ") + c->func->name);
+      default:
+        fail(std::string("function not implemented: ") + c->func->name);
     }
     if (!ok) continue;
     const LSet* lbl = id == FuncId::kLastOverTime ? s.m : dropName(s.m);
@@ -680,9 +747,10 @@ Value Evaluator::evalCall(const Call* c, int64_t ts) {
     }
     case FuncId::kTimestamp: {
       const Expr* arg = unwrapParens(c->args[0].get());
-      Value v = arg->kind == NodeKind::kVectorSelector
-                    ? evalVectorSelector(static_cast<const VectorSelector*>(arg), ts, true)
-                    : eval(arg, ts);
+      Value v =
+          arg->kind == NodeKind::kVectorSelector
+              ? evalVectorSelector(static_cast<const VectorSelector*>(arg), ts, true)
+              : eval(arg, ts);
       if (arg->kind != NodeKind::kVectorSelector) {
         for (auto& s : v.vec) s.v = static_cast<double>(ts) / 1000;
       }
@@ -710,7 +778,8 @@ Value Evaluator::evalCall(const Call* c, int64_t ts) {
       checkDuplicates(v.vec);
       return v;
     }
-    default: break;
+    default:
+      break;
   }
   std::vector<Value> args;
   args.reserve(c->args.size());
@@ -724,7 +793,8 @@ Value Evaluator::evalCall(const Call* c, int64_t ts) {
   Vector& in = args[0].vec;
   switch (id) {
     case FuncId::kAbsent:
-      if (in.empty()) out.vec.push_back({pool_.intern(absentLabels(c->args[0].get())), 1});
+      if (in.empty())
+        out.vec.push_back({pool_.intern(absentLabels(c->args[0].get())), 1});
       return out;
     case FuncId::kClamp: {
       double lo = args[1].scalar, hi = args[2].scalar;
@@ -745,7 +815,8 @@ Value Evaluator::evalCall(const Call* c, int64_t ts) {
     case FuncId::kRound: {
       double toNearest = args.size() >= 2 ? args[1].scalar : 1;
       double inv = 1.0 / toNearest;
-      for (auto& s : in) out.vec.push_back({dropName(s.m), std::floor(s.v * inv + 0.5) / inv});
+      for (auto& s : in)
+        out.vec.push_back({dropName(s.m), std::floor(s.v * inv + 0.5) / inv});
       break;
     }
     case FuncId::kSort:
@@ -753,18 +824,23 @@ Value Evaluator::evalCall(const Call* c, int64_t ts) {
       out.vec = std::move(in);
       bool desc = id == FuncId::kSortDesc;
       // Go: sort.Sort(sort.Reverse(heap)); NaN sorts last either way.
-      std::stable_sort(out.vec.begin(), out.vec.end(), [desc](const VSample& a, const VSample& b) {
-        if (std::isnan(b.v)) return !std::isnan(a.v);
-        if (std::isnan(a.v)) return false;
-        return desc ? a.v > b.v : a.v < b.v;
-      });
+      std::stable_sort(out.vec.begin(), out.vec.end(),
+                       [desc](const VSample& a, const VSample& b) {
+                         if (std::isnan(b.v)) return !std::isnan(a.v);
+                         if (std::isnan(a.v)) return false;
+                         return desc ? a.v > b.v : a.v < b.v;
+                       });
       return out;
     }
     case FuncId::kHistogramQuantile:
       out.vec = histogramQuantile(c, args[0].scalar, args[1].vec);
       break;
-    case FuncId::kLabelReplace: out.vec = labelReplace(c, in); break;
-    case FuncId::kLabelJoin: out.vec = labelJoin(c, in); break;
+    case FuncId::kLabelReplace:
+      out.vec = labelReplace(c, in);
+      break;
+    case FuncId::kLabelJoin:
+      out.vec = labelJoin(c, in);
+      break;
     default:
       out.vec.reserve(in.size());
       for (auto& s : in) out.vec.push_back({dropName(s.m), simple(id, s.v)});

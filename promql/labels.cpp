@@ -67,7 +67,8 @@ uint64_t hashLabels(const Labels& ls) {
   return finish(h);
 }
 
-uint64_t hashLabelsSubset(const Labels& ls, const std::vector<std::string>& names, bool on) {
+uint64_t hashLabelsSubset(const Labels& ls, const std::vector<std::string>& names,
+                          bool on) {
   uint64_t h = kSeed;
   if (on) {
     size_t j = 0;
@@ -99,15 +100,33 @@ std::string goQuote(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = s[i];
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\v': out += "\\v"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];

@@ -30,7 +30,8 @@ uint64_t hashLabels(const Labels& ls);
 /// Hash of only the `names` (on=true) or of all but `names` and __name__
 /// (on=false); names must be sorted. Used for matching signatures and
 /// grouping keys.
-uint64_t hashLabelsSubset(const Labels& ls, const std::vector<std::string>& names, bool on);
+uint64_t hashLabelsSubset(const Labels& ls, const std::vector<std::string>& names,
+                          bool on);
 /// Prometheus' rendering: {a="1", b="2"} (Go-quoted values).
 std::string labelsString(const Labels& ls);
 /// Go's strconv.Quote of a string (as Prometheus prints label values).

@@ -8,9 +8,10 @@ namespace memcg::promql {
 namespace {
 
 const char* const kKeywords[] = {
-    "and", "or", "unless", "atan2", "by", "without", "on", "ignoring", "group_left",
-    "group_right", "bool", "offset", "sum", "avg", "count", "min", "max", "group", "stddev",
-    "stdvar", "topk", "bottomk", "count_values", "quantile", "start", "end", "inf", "nan"};
+    "and",      "or",           "unless",      "atan2", "by",     "without", "on",
+    "ignoring", "group_left",   "group_right", "bool",  "offset", "sum",     "avg",
+    "count",    "min",          "max",         "group", "stddev", "stdvar",  "topk",
+    "bottomk",  "count_values", "quantile",    "start", "end",    "inf",     "nan"};
 
 bool isAlpha(char c) { return c == '_' || std::isalpha(static_cast<unsigned char>(c)); }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
@@ -52,9 +53,12 @@ bool parseDurationMs(std::string_view s, int64_t& ms) {
     const char* name;
     int64_t mult;
   };
-  static const Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000}, {"w", 7LL * 24 * 3600 * 1000},
-                                {"d", 24LL * 3600 * 1000},       {"h", 3600LL * 1000},
-                                {"m", 60LL * 1000},              {"s", 1000},
+  static const Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000},
+                                {"w", 7LL * 24 * 3600 * 1000},
+                                {"d", 24LL * 3600 * 1000},
+                                {"h", 3600LL * 1000},
+                                {"m", 60LL * 1000},
+                                {"s", 1000},
                                 {"ms", 1}};
   size_t i = 0, nextUnit = 0;
   int64_t total = 0;
@@ -93,7 +97,9 @@ std::vector<Token> lex(std::string_view in) {
     return out;
   };
   while (true) {
-    while (i < in.size() && (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r')) ++i;
+    while (i < in.size() &&
+           (in[i] == ' ' || in[i] == '\t' || in[i] == '\n' || in[i] == '\r'))
+      ++i;
     if (i >= in.size()) break;
     char c = in[i];
     size_t start = i;
@@ -156,7 +162,8 @@ std::vector<Token> lex(std::string_view in) {
       while (i < in.size() && (isAlnum(in[i]) || in[i] == ':')) ++i;
       std::string word(in.substr(start, i - start));
       std::string lower;
-      for (char ch : word) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+      for (char ch : word)
+        lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
       bool kw = false;
       for (const char* k : kKeywords) {
         if (lower == k) kw = true;
@@ -179,7 +186,8 @@ std::vector<Token> lex(std::string_view in) {
       std::string val;
       ++i;
       while (true) {
-        if (i >= in.size() || in[i] == '\n') return err(start, "unterminated quoted string");
+        if (i >= in.size() || in[i] == '\n')
+          return err(start, "unterminated quoted string");
         char ch = in[i];
         if (ch == c) {
           ++i;
@@ -194,14 +202,30 @@ std::vector<Token> lex(std::string_view in) {
         if (i >= in.size()) return err(start, "unterminated quoted string");
         char e = in[i++];
         switch (e) {
-          case 'a': val.push_back('\a'); break;
-          case 'b': val.push_back('\b'); break;
-          case 'f': val.push_back('\f'); break;
-          case 'n': val.push_back('\n'); break;
-          case 'r': val.push_back('\r'); break;
-          case 't': val.push_back('\t'); break;
-          case 'v': val.push_back('\v'); break;
-          case '\\': val.push_back('\\'); break;
+          case 'a':
+            val.push_back('\a');
+            break;
+          case 'b':
+            val.push_back('\b');
+            break;
+          case 'f':
+            val.push_back('\f');
+            break;
+          case 'n':
+            val.push_back('\n');
+            break;
+          case 'r':
+            val.push_back('\r');
+            break;
+          case 't':
+            val.push_back('\t');
+            break;
+          case 'v':
+            val.push_back('\v');
+            break;
+          case '\\':
+            val.push_back('\\');
+            break;
           case '"':
           case '\'':
             if (e != c) return err(i - 2, "unknown escape sequence");
@@ -213,7 +237,8 @@ std::vector<Token> lex(std::string_view in) {
             int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
             uint32_t cp = 0;
             for (int k = 0; k < n; ++k) {
-              if (i >= in.size() || hexVal(in[i]) < 0) return err(i, "invalid escape sequence");
+              if (i >= in.size() || hexVal(in[i]) < 0)
+                return err(i, "invalid escape sequence");
               cp = cp * 16 + static_cast<uint32_t>(hexVal(in[i++]));
             }
             if (e == 'x') {
@@ -230,7 +255,8 @@ std::vector<Token> lex(std::string_view in) {
             if (e >= '0' && e <= '7') {
               uint32_t cp = static_cast<uint32_t>(e - '0');
               for (int k = 0; k < 2; ++k) {
-                if (i >= in.size() || in[i] < '0' || in[i] > '7') return err(i, "invalid escape sequence");
+                if (i >= in.size() || in[i] < '0' || in[i] > '7')
+                  return err(i, "invalid escape sequence");
                 cp = cp * 8 + static_cast<uint32_t>(in[i++] - '0');
               }
               if (cp > 255) return err(i, "invalid escape sequence");
@@ -250,34 +276,84 @@ std::vector<Token> lex(std::string_view in) {
       i = end + 1;
       continue;
     }
-    auto two = [&](char a, char b) { return in[i] == a && i + 1 < in.size() && in[i + 1] == b; };
+    auto two = [&](char a, char b) {
+      return in[i] == a && i + 1 < in.size() && in[i + 1] == b;
+    };
     Tok t;
     size_t len = 1;
-    if (two('=', '=')) { t = Tok::kEqlC; len = 2; }
-    else if (two('!', '=')) { t = Tok::kNeq; len = 2; }
-    else if (two('<', '=')) { t = Tok::kLte; len = 2; }
-    else if (two('>', '=')) { t = Tok::kGte; len = 2; }
-    else if (two('=', '~')) { t = Tok::kEqlRegex; len = 2; }
-    else if (two('!', '~')) { t = Tok::kNeqRegex; len = 2; }
-    else {
+    if (two('=', '=')) {
+      t = Tok::kEqlC;
+      len = 2;
+    } else if (two('!', '=')) {
+      t = Tok::kNeq;
+      len = 2;
+    } else if (two('<', '=')) {
+      t = Tok::kLte;
+      len = 2;
+    } else if (two('>', '=')) {
+      t = Tok::kGte;
+      len = 2;
+    } else if (two('=', '~')) {
+      t = Tok::kEqlRegex;
+      len = 2;
+    } else if (two('!', '~')) {
+      t = Tok::kNeqRegex;
+      len = 2;
+    } else {
       switch (c) {
-        case '(': t = Tok::kLParen; break;
-        case ')': t = Tok::kRParen; break;
-        case '{': t = Tok::kLBrace; break;
-        case '}': t = Tok::kRBrace; break;
-        case '[': t = Tok::kLBracket; ++brackets; break;
-        case ']': t = Tok::kRBracket; --brackets; break;
-        case ',': t = Tok::kComma; break;
-        case '@': t = Tok::kAt; break;
-        case '=': t = Tok::kAssign; break;
-        case '+': t = Tok::kAdd; break;
-        case '-': t = Tok::kSub; break;
-        case '*': t = Tok::kMul; break;
-        case '/': t = Tok::kDiv; break;
-        case '%': t = Tok::kMod; break;
-        case '^': t = Tok::kPow; break;
-        case '<': t = Tok::kLss; break;
-        case '>': t = Tok::kGtr; break;
+        case '(':
+          t = Tok::kLParen;
+          break;
+        case ')':
+          t = Tok::kRParen;
+          break;
+        case '{':
+          t = Tok::kLBrace;
+          break;
+        case '}':
+          t = Tok::kRBrace;
+          break;
+        case '[':
+          t = Tok::kLBracket;
+          ++brackets;
+          break;
+        case ']':
+          t = Tok::kRBracket;
+          --brackets;
+          break;
+        case ',':
+          t = Tok::kComma;
+          break;
+        case '@':
+          t = Tok::kAt;
+          break;
+        case '=':
+          t = Tok::kAssign;
+          break;
+        case '+':
+          t = Tok::kAdd;
+          break;
+        case '-':
+          t = Tok::kSub;
+          break;
+        case '*':
+          t = Tok::kMul;
+          break;
+        case '/':
+          t = Tok::kDiv;
+          break;
+        case '%':
+          t = Tok::kMod;
+          break;
+        case '^':
+          t = Tok::kPow;
+          break;
+        case '<':
+          t = Tok::kLss;
+          break;
+        case '>':
+          t = Tok::kGtr;
+          break;
         default: {
           char buf[64];
           std::snprintf(buf, sizeof buf, "unexpected character: '%c'", c);

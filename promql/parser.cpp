@@ -18,8 +18,9 @@ struct ParseFailure {
   std::string msg;
 };
 
-const char* const kAggregators[] = {"sum",    "avg",    "count", "min",     "max",      "group",
-                                    "stddev", "stdvar", "topk",  "bottomk", "quantile", "count_values"};
+const char* const kAggregators[] = {"sum",  "avg",     "count",    "min",
+                                    "max",  "group",   "stddev",   "stdvar",
+                                    "topk", "bottomk", "quantile", "count_values"};
 
 bool isAggregatorWord(const std::string& w) {
   for (const char* a : kAggregators) {
@@ -31,10 +32,10 @@ bool isAggregatorWord(const std::string& w) {
 AggOp aggOpOf(const std::string& w) {
   for (int i = 0; i < 12; ++i) {
     if (w == kAggregators[i]) {
-      static const AggOp ops[] = {AggOp::kSum,    AggOp::kAvg,    AggOp::kCount, AggOp::kMin,
-                                  AggOp::kMax,    AggOp::kGroup,  AggOp::kStddev, AggOp::kStdvar,
-                                  AggOp::kTopk,   AggOp::kBottomk, AggOp::kQuantile,
-                                  AggOp::kCountValues};
+      static const AggOp ops[] = {AggOp::kSum,     AggOp::kAvg,      AggOp::kCount,
+                                  AggOp::kMin,     AggOp::kMax,      AggOp::kGroup,
+                                  AggOp::kStddev,  AggOp::kStdvar,   AggOp::kTopk,
+                                  AggOp::kBottomk, AggOp::kQuantile, AggOp::kCountValues};
       return ops[i];
     }
   }
@@ -49,14 +50,21 @@ bool keywordCanBeMetric(const std::string& w) {
 
 std::string describe(const Token& t) {
   switch (t.type) {
-    case Tok::kEof: return "end of input";
-    case Tok::kNumber: return "number \"" + t.text + "\"";
-    case Tok::kDuration: return "duration \"" + t.text + "\"";
-    case Tok::kString: return "string " + goQuote(t.text);
+    case Tok::kEof:
+      return "end of input";
+    case Tok::kNumber:
+      return "number \"" + t.text + "\"";
+    case Tok::kDuration:
+      return "duration \"" + t.text + "\"";
+    case Tok::kString:
+      return "string " + goQuote(t.text);
     case Tok::kIdentifier:
-    case Tok::kMetricIdentifier: return "identifier \"" + t.text + "\"";
-    case Tok::kKeyword: return "\"" + t.text + "\"";
-    default: return "\"" + t.text + "\"";
+    case Tok::kMetricIdentifier:
+      return "identifier \"" + t.text + "\"";
+    case Tok::kKeyword:
+      return "\"" + t.text + "\"";
+    default:
+      return "\"" + t.text + "\"";
   }
 }
 
@@ -93,10 +101,13 @@ class Parser {
     if (i_ < toks_.size() - 1) ++i_;
     return t;
   }
-  bool isKw(const Token& t, const char* kw) const { return t.type == Tok::kKeyword && t.text == kw; }
+  bool isKw(const Token& t, const char* kw) const {
+    return t.type == Tok::kKeyword && t.text == kw;
+  }
   void expect(Tok t, const char* what, const std::string& context) {
     if (peek().type != t) {
-      fail(peek().pos, "unexpected " + describe(peek()) + " " + context + ", expected " + what);
+      fail(peek().pos,
+           "unexpected " + describe(peek()) + " " + context + ", expected " + what);
     }
     next();
   }
@@ -104,25 +115,62 @@ class Parser {
   // Binary operator precedence, 0 when the token is none.
   int precedence(const Token& t, BinOp& op) const {
     switch (t.type) {
-      case Tok::kAdd: op = BinOp::kAdd; return 4;
-      case Tok::kSub: op = BinOp::kSub; return 4;
-      case Tok::kMul: op = BinOp::kMul; return 5;
-      case Tok::kDiv: op = BinOp::kDiv; return 5;
-      case Tok::kMod: op = BinOp::kMod; return 5;
-      case Tok::kPow: op = BinOp::kPow; return 6;
-      case Tok::kEqlC: op = BinOp::kEql; return 3;
-      case Tok::kNeq: op = BinOp::kNeq; return 3;
-      case Tok::kGtr: op = BinOp::kGtr; return 3;
-      case Tok::kLss: op = BinOp::kLss; return 3;
-      case Tok::kGte: op = BinOp::kGte; return 3;
-      case Tok::kLte: op = BinOp::kLte; return 3;
+      case Tok::kAdd:
+        op = BinOp::kAdd;
+        return 4;
+      case Tok::kSub:
+        op = BinOp::kSub;
+        return 4;
+      case Tok::kMul:
+        op = BinOp::kMul;
+        return 5;
+      case Tok::kDiv:
+        op = BinOp::kDiv;
+        return 5;
+      case Tok::kMod:
+        op = BinOp::kMod;
+        return 5;
+      case Tok::kPow:
+        op = BinOp::kPow;
+        return 6;
+      case Tok::kEqlC:
+        op = BinOp::kEql;
+        return 3;
+      case Tok::kNeq:
+        op = BinOp::kNeq;
+        return 3;
+      case Tok::kGtr:
+        op = BinOp::kGtr;
+        return 3;
+      case Tok::kLss:
+        op = BinOp::kLss;
+        return 3;
+      case Tok::kGte:
+        op = BinOp::kGte;
+        return 3;
+      case Tok::kLte:
+        op = BinOp::kLte;
+        return 3;
       case Tok::kKeyword:
-        if (t.text == "atan2") { op = BinOp::kAtan2; return 5; }
-        if (t.text == "and") { op = BinOp::kAnd; return 2; }
-        if (t.text == "unless") { op = BinOp::kUnless; return 2; }
-        if (t.text == "or") { op = BinOp::kOr; return 1; }
+        if (t.text == "atan2") {
+          op = BinOp::kAtan2;
+          return 5;
+        }
+        if (t.text == "and") {
+          op = BinOp::kAnd;
+          return 2;
+        }
+        if (t.text == "unless") {
+          op = BinOp::kUnless;
+          return 2;
+        }
+        if (t.text == "or") {
+          op = BinOp::kOr;
+          return 1;
+        }
         return 0;
-      default: return 0;
+      default:
+        return 0;
     }
   }
 
@@ -169,8 +217,10 @@ class Parser {
         b->matching.labels = parseLabelList("grouping opts");
         matchingGiven = true;
         if (isKw(peek(), "group_left") || isKw(peek(), "group_right")) {
-          b->matching.card = next().text == "group_left" ? Card::kManyToOne : Card::kOneToMany;
-          if (peek().type == Tok::kLParen) b->matching.include = parseLabelList("grouping opts");
+          b->matching.card =
+              next().text == "group_left" ? Card::kManyToOne : Card::kOneToMany;
+          if (peek().type == Tok::kLParen)
+            b->matching.include = parseLabelList("grouping opts");
         }
       } else if (isKw(peek(), "group_left") || isKw(peek(), "group_right")) {
         fail(peek().pos, "unexpected <group_left/group_right>: needs on() or ignoring()");
@@ -186,7 +236,9 @@ class Parser {
 
   void checkBinary(BinaryExpr& b, bool matchingGiven) {
     ValueType lt = b.lhs->type(), rt = b.rhs->type();
-    auto okType = [](ValueType t) { return t == ValueType::kScalar || t == ValueType::kVector; };
+    auto okType = [](ValueType t) {
+      return t == ValueType::kScalar || t == ValueType::kVector;
+    };
     if (b.returnBool && !isComparison(b.op)) {
       fail(b.pos, "bool modifier can only be used on comparison operators");
     }
@@ -194,12 +246,14 @@ class Parser {
         rt == ValueType::kScalar) {
       fail(b.pos, "comparisons between scalars must use BOOL modifier");
     }
-    if (isSetOp(b.op) && b.matching.card == Card::kOneToOne) b.matching.card = Card::kManyToMany;
+    if (isSetOp(b.op) && b.matching.card == Card::kOneToOne)
+      b.matching.card = Card::kManyToMany;
     if (matchingGiven && b.matching.on) {
       for (const auto& l : b.matching.include) {
         if (std::find(b.matching.labels.begin(), b.matching.labels.end(), l) !=
             b.matching.labels.end()) {
-          fail(b.pos, "label " + goQuote(l) + " must not occur in ON and GROUP clause at once");
+          fail(b.pos,
+               "label " + goQuote(l) + " must not occur in ON and GROUP clause at once");
         }
       }
     }
@@ -215,7 +269,8 @@ class Parser {
                         "\" not allowed in binary scalar expression");
       }
       if (b.matching.card == Card::kManyToOne || b.matching.card == Card::kOneToMany) {
-        fail(b.pos, std::string("no grouping allowed for \"") + binOpName(b.op) + "\" operation");
+        fail(b.pos, std::string("no grouping allowed for \"") + binOpName(b.op) +
+                        "\" operation");
       }
     }
     std::sort(b.matching.labels.begin(), b.matching.labels.end());
@@ -229,7 +284,9 @@ class Parser {
       ExprPtr operand = parseBinary(6);  // binds like '*': only '^' binds tighter
       ValueType ty = operand->type();
       if (ty != ValueType::kScalar && ty != ValueType::kVector) {
-        fail(pos, "unary expression only allowed on expressions of type scalar or instant vector");
+        fail(pos,
+             "unary expression only allowed on expressions of type scalar or instant "
+             "vector");
       }
       if (operand->kind == NodeKind::kNumber) {
         auto* n = static_cast<NumberLiteral*>(operand.get());
@@ -252,13 +309,15 @@ class Parser {
       fail(t.pos, "unexpected " + describe(t) + " in " + context + ", expected duration");
     }
     int64_t ms = 0;
-    if (!parseDurationMs(t.text, ms)) fail(t.pos, "not a valid duration string: \"" + t.text + "\"");
+    if (!parseDurationMs(t.text, ms))
+      fail(t.pos, "not a valid duration string: \"" + t.text + "\"");
     next();
     return ms;
   }
 
   void setAt(AtModifier& at, size_t pos) {
-    if (at.kind != AtKind::kNone) fail(pos, "@ <timestamp> may not be set multiple times");
+    if (at.kind != AtKind::kNone)
+      fail(pos, "@ <timestamp> may not be set multiple times");
     const Token& t = peek();
     if (isKw(t, "start") || isKw(t, "end")) {
       at.kind = t.text == "start" ? AtKind::kStart : AtKind::kEnd;
@@ -315,7 +374,8 @@ class Parser {
         }
         auto* vs = static_cast<VectorSelector*>(e.get());
         if (vs->offsetSet) fail(pos, "no offset modifiers allowed before range");
-        if (vs->at.kind != AtKind::kNone) fail(pos, "no @ modifiers allowed before range");
+        if (vs->at.kind != AtKind::kNone)
+          fail(pos, "no @ modifiers allowed before range");
         auto m = std::make_unique<MatrixSelector>();
         m->pos = e->pos;
         m->range = range;
@@ -347,16 +407,21 @@ class Parser {
           }
           default:
             if (isOffset) {
-              fail(pos, "offset modifier must be preceded by an instant vector selector or range "
-                        "vector selector or a subquery");
+              fail(pos,
+                   "offset modifier must be preceded by an instant vector selector or "
+                   "range "
+                   "vector selector or a subquery");
             }
-            fail(pos, "@ modifier must be preceded by an instant vector selector or range vector "
-                      "selector or a subquery");
+            fail(pos,
+                 "@ modifier must be preceded by an instant vector selector or range "
+                 "vector "
+                 "selector or a subquery");
         }
         if (isOffset) {
           if (*offsetSet) fail(pos, "offset may not be set multiple times");
           bool neg = false;
-          if (peek().type == Tok::kSub || peek().type == Tok::kAdd) neg = next().type == Tok::kSub;
+          if (peek().type == Tok::kSub || peek().type == Tok::kAdd)
+            neg = next().type == Tok::kSub;
           int64_t d = parseDurationTok("offset");
           *offset = neg ? -d : d;
           *offsetSet = true;
@@ -374,22 +439,33 @@ class Parser {
     while (peek().type != Tok::kRBrace) {
       const Token& name = peek();
       if (name.type != Tok::kIdentifier && name.type != Tok::kKeyword) {
-        fail(name.pos, "unexpected " + describe(name) + " in label matching, expected label");
+        fail(name.pos,
+             "unexpected " + describe(name) + " in label matching, expected label");
       }
       std::string lname = next().text;
       MatchType mt;
       switch (peek().type) {
-        case Tok::kAssign: mt = MatchType::kEqual; break;
-        case Tok::kNeq: mt = MatchType::kNotEqual; break;
-        case Tok::kEqlRegex: mt = MatchType::kRegex; break;
-        case Tok::kNeqRegex: mt = MatchType::kNotRegex; break;
+        case Tok::kAssign:
+          mt = MatchType::kEqual;
+          break;
+        case Tok::kNeq:
+          mt = MatchType::kNotEqual;
+          break;
+        case Tok::kEqlRegex:
+          mt = MatchType::kRegex;
+          break;
+        case Tok::kNeqRegex:
+          mt = MatchType::kNotRegex;
+          break;
         default:
-          fail(peek().pos, "unexpected " + describe(peek()) +
-                               " in label matching, expected one of \"=\", \"!=\", \"=~\", \"!~\"");
+          fail(peek().pos,
+               "unexpected " + describe(peek()) +
+                   " in label matching, expected one of \"=\", \"!=\", \"=~\", \"!~\"");
       }
       next();
       if (peek().type != Tok::kString) {
-        fail(peek().pos, "unexpected " + describe(peek()) + " in label matching, expected string");
+        fail(peek().pos,
+             "unexpected " + describe(peek()) + " in label matching, expected string");
       }
       std::string value = next().text;
       Matcher m(mt, lname, value);
@@ -409,8 +485,8 @@ class Parser {
     if (!vs->name.empty()) {
       for (const auto& m : vs->matchers) {
         if (m.name() == kMetricName) {
-          fail(vs->pos, "metric name must not be set twice: " + goQuote(vs->name) + " or " +
-                            goQuote(m.value()));
+          fail(vs->pos, "metric name must not be set twice: " + goQuote(vs->name) +
+                            " or " + goQuote(m.value()));
         }
       }
       vs->matchers.emplace_back(MatchType::kEqual, std::string(kMetricName), vs->name);
@@ -419,7 +495,8 @@ class Parser {
       for (const auto& m : vs->matchers) {
         if (!m.matches("")) nonEmpty = true;
       }
-      if (!nonEmpty) fail(vs->pos, "vector selector must contain at least one non-empty matcher");
+      if (!nonEmpty)
+        fail(vs->pos, "vector selector must contain at least one non-empty matcher");
     }
     return vs;
   }
@@ -428,7 +505,9 @@ class Parser {
     const FunctionInfo* f = findFunction(name.text);
     if (f == nullptr) {
       if (isRefusedFunction(name.text)) {
-        fail(name.pos, "unsupported function \"" + name.text + "\" (native histograms are not implemented)",
+        fail(name.pos,
+             "unsupported function \"" + name.text +
+                 "\" (native histograms are not implemented)",
              ENOTSUP);
       }
       fail(name.pos, "unknown function with name " + goQuote(name.text));
@@ -457,8 +536,9 @@ class Parser {
     } else {
       size_t na = nargs - 1;
       if (na > got) {
-        fail(c->pos, "expected at least " + std::to_string(na) + " argument(s) in call to " +
-                         goQuote(f->name) + ", got " + std::to_string(got));
+        fail(c->pos, "expected at least " + std::to_string(na) +
+                         " argument(s) in call to " + goQuote(f->name) + ", got " +
+                         std::to_string(got));
       }
       if (f->variadic > 0 && na + static_cast<size_t>(f->variadic) < got) {
         fail(c->pos, "expected at most " + std::to_string(na + f->variadic) +
@@ -509,14 +589,16 @@ class Parser {
     size_t want = hasParam ? 2 : 1;
     if (args.empty()) fail(a->pos, "no arguments for aggregate expression provided");
     if (args.size() != want) {
-      fail(a->pos, "wrong number of arguments for aggregate expression provided, expected " +
-                       std::to_string(want) + ", got " + std::to_string(args.size()));
+      fail(a->pos,
+           "wrong number of arguments for aggregate expression provided, expected " +
+               std::to_string(want) + ", got " + std::to_string(args.size()));
     }
     if (hasParam) {
       a->param = std::move(args[0]);
       a->expr = std::move(args[1]);
       ValueType pt = a->param->type();
-      ValueType wantT = a->op == AggOp::kCountValues ? ValueType::kString : ValueType::kScalar;
+      ValueType wantT =
+          a->op == AggOp::kCountValues ? ValueType::kString : ValueType::kScalar;
       if (pt != wantT) {
         fail(a->param->pos, std::string("expected type ") + valueTypeName(wantT) +
                                 " in aggregation parameter, got " + valueTypeName(pt));
@@ -525,8 +607,9 @@ class Parser {
       a->expr = std::move(args[0]);
     }
     if (a->expr->type() != ValueType::kVector) {
-      fail(a->expr->pos, std::string("expected type instant vector in aggregation expression, got ") +
-                             valueTypeName(a->expr->type()));
+      fail(a->expr->pos,
+           std::string("expected type instant vector in aggregation expression, got ") +
+               valueTypeName(a->expr->type()));
     }
     std::sort(a->grouping.begin(), a->grouping.end());
     return a;
@@ -539,7 +622,8 @@ class Parser {
         next();
         auto n = std::make_unique<NumberLiteral>();
         n->pos = t.pos;
-        if (!parseNumber(t.text, n->value)) fail(t.pos, "bad number or duration syntax: \"" + t.text + "\"");
+        if (!parseNumber(t.text, n->value))
+          fail(t.pos, "bad number or duration syntax: \"" + t.text + "\"");
         return n;
       }
       case Tok::kString: {
@@ -602,7 +686,8 @@ class Parser {
 bool parseNumber(std::string_view s, double& out) {
   std::string str(s);
   std::string lower;
-  for (char c : str) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : str)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   std::string_view body = lower;
   bool neg = false;
   if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
@@ -619,7 +704,8 @@ bool parseNumber(std::string_view s, double& out) {
   }
   if (body.empty()) return false;
   // Integers first, with Go's base prefixes (0x hex, leading 0 octal).
-  bool allDigits = std::all_of(body.begin(), body.end(), [](char c) { return c >= '0' && c <= '9'; });
+  bool allDigits =
+      std::all_of(body.begin(), body.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (body.size() > 2 && body[0] == '0' && body[1] == 'x') {
     uint64_t v = 0;
     auto r = std::from_chars(body.data() + 2, body.data() + body.size(), v, 16);

@@ -22,10 +22,14 @@ Matcher::Matcher(MatchType type, std::string name, std::string value)
 
 bool Matcher::matches(std::string_view v) const {
   switch (type_) {
-    case MatchType::kEqual: return v == value_;
-    case MatchType::kNotEqual: return v != value_;
-    case MatchType::kRegex: return re_ && RE2::FullMatch(v, *re_);
-    case MatchType::kNotRegex: return re_ && !RE2::FullMatch(v, *re_);
+    case MatchType::kEqual:
+      return v == value_;
+    case MatchType::kNotEqual:
+      return v != value_;
+    case MatchType::kRegex:
+      return re_ && RE2::FullMatch(v, *re_);
+    case MatchType::kNotRegex:
+      return re_ && !RE2::FullMatch(v, *re_);
   }
   return false;
 }
@@ -110,7 +114,8 @@ class MemoryQuerier final : public Querier {
                               [](int64_t b, const Sample& a) { return b < a.t; });
       }
       if (lo == hi) return;
-      out.push_back({&s.labels, std::span<const Sample>(&*lo, static_cast<size_t>(hi - lo)),
+      out.push_back({&s.labels,
+                     std::span<const Sample>(&*lo, static_cast<size_t>(hi - lo)),
                      s.staleMarkers > 0, s.hash});
     };
     if (candidates != nullptr) {

@@ -65,7 +65,7 @@ struct SeriesView {
   const Labels* labels;
   std::span<const Sample> samples;  ///< ascending t, within the asked range
   bool mayHaveStale = true;         ///< false: the storage knows there is no marker
-  uint64_t labelsHash = 0;          ///< hashLabels(*labels) when the storage keeps it, else 0
+  uint64_t labelsHash = 0;  ///< hashLabels(*labels) when the storage keeps it, else 0
 };
 
 class Querier {

@@ -18,9 +18,12 @@ namespace {
 bool hasSubquery(const promql::Expr* e) {
   using promql::NodeKind;
   switch (e->kind) {
-    case NodeKind::kSubquery: return true;
-    case NodeKind::kParen: return hasSubquery(static_cast<const promql::ParenExpr*>(e)->expr.get());
-    case NodeKind::kUnary: return hasSubquery(static_cast<const promql::UnaryExpr*>(e)->expr.get());
+    case NodeKind::kSubquery:
+      return true;
+    case NodeKind::kParen:
+      return hasSubquery(static_cast<const promql::ParenExpr*>(e)->expr.get());
+    case NodeKind::kUnary:
+      return hasSubquery(static_cast<const promql::UnaryExpr*>(e)->expr.get());
     case NodeKind::kBinary: {
       auto* b = static_cast<const promql::BinaryExpr*>(e);
       return hasSubquery(b->lhs.get()) || hasSubquery(b->rhs.get());
@@ -35,7 +38,8 @@ bool hasSubquery(const promql::Expr* e) {
       }
       return false;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -43,9 +47,11 @@ const promql::MemoryStorage& storage() {
   static const promql::MemoryStorage* s = [] {
     auto* st = new promql::MemoryStorage();
     for (int i = 0; i < 3; ++i) {
-      promql::Labels ls = promql::makeLabels(
-          {{"__name__", "foo"}, {"job", "j" + std::to_string(i)}, {"le", i == 2 ? "+Inf" : "0.5"}});
-      for (int64_t t = 0; t <= 600000; t += 15000) st->append(ls, t, static_cast<double>(t / 1000 * (i + 1)));
+      promql::Labels ls = promql::makeLabels({{"__name__", "foo"},
+                                              {"job", "j" + std::to_string(i)},
+                                              {"le", i == 2 ? "+Inf" : "0.5"}});
+      for (int64_t t = 0; t <= 600000; t += 15000)
+        st->append(ls, t, static_cast<double>(t / 1000 * (i + 1)));
     }
     st->append(promql::makeLabels({{"__name__", "bar"}}), 30000, promql::staleNaN());
     return st;

@@ -1,10 +1,11 @@
 // Evaluator: the details that make answers match Prometheus 2.42, on data
 // put straight into MemoryStorage.
+#include "promql/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "promql/engine.h"
 #include "promql/parser.h"
 
 namespace memcg::promql {
@@ -58,9 +59,9 @@ constexpr int64_t kMin = 60000;
 
 TEST_F(PromqlEngine, LookbackIsFiveMinutesInclusive) {
   add(L({{"__name__", "g"}}), {{0, 1}});
-  EXPECT_EQ(one("g", 5 * kMin), 1);             // exactly 5m old: still seen
-  EXPECT_EQ(count("g", 5 * kMin + 1), 0u);      // 5m + 1ms: gone
-  EXPECT_EQ(count("g", -1), 0u);                // before the first sample
+  EXPECT_EQ(one("g", 5 * kMin), 1);         // exactly 5m old: still seen
+  EXPECT_EQ(count("g", 5 * kMin + 1), 0u);  // 5m + 1ms: gone
+  EXPECT_EQ(count("g", -1), 0u);            // before the first sample
   EXPECT_EQ(one("g offset 1m", 6 * kMin), 1);
 }
 
@@ -76,7 +77,7 @@ TEST_F(PromqlEngine, StalenessMarkerEndsTheSeries) {
 
 TEST_F(PromqlEngine, RangeBoundariesAreClosed) {
   add(L({{"__name__", "c"}}), {{0, 0}, {kMin, 1}, {2 * kMin, 2}});
-  EXPECT_EQ(one("count_over_time(c[2m])", 2 * kMin), 3);   // [0, 2m]
+  EXPECT_EQ(one("count_over_time(c[2m])", 2 * kMin), 3);  // [0, 2m]
   EXPECT_EQ(one("count_over_time(c[2m])", 2 * kMin + 1), 2);
 }
 
@@ -153,9 +154,9 @@ TEST_F(PromqlEngine, NameDroppingRules) {
   Labels named = L({{"__name__", "m"}, {"a", "1"}});
   Labels bare = L({{"a", "1"}});
   EXPECT_EQ(labelsOf("m * 2"), bare);
-  EXPECT_EQ(labelsOf("m > 1"), named);          // filtering keeps the name
+  EXPECT_EQ(labelsOf("m > 1"), named);  // filtering keeps the name
   EXPECT_EQ(labelsOf("m > bool 1"), bare);
-  EXPECT_EQ(labelsOf("m atan2 1"), named);      // 2.42 keeps it for atan2
+  EXPECT_EQ(labelsOf("m atan2 1"), named);  // 2.42 keeps it for atan2
   EXPECT_EQ(labelsOf("-m"), bare);
   EXPECT_EQ(labelsOf("abs(m)"), bare);
   EXPECT_EQ(labelsOf("last_over_time(m[1m])"), named);
@@ -170,12 +171,14 @@ TEST_F(PromqlEngine, VectorMatchingErrors) {
   add(L({{"__name__", "a"}, {"x", "1"}, {"y", "2"}}), {{0, 2}});
   add(L({{"__name__", "b"}, {"x", "1"}}), {{0, 10}});
   add(L({{"__name__", "b"}, {"x", "1"}, {"z", "1"}}), {{0, 20}});
-  EXPECT_NE(error("a + on(x) a", 0).find("many-to-many matching not allowed"), std::string::npos);
+  EXPECT_NE(error("a + on(x) a", 0).find("many-to-many matching not allowed"),
+            std::string::npos);
   EXPECT_NE(error("a + on(x) b{z=\"\"}", 0).find("many-to-one matching must be explicit"),
             std::string::npos);
   // group_left works, and the one side must be unique.
   EXPECT_EQ(count("a * on(x) group_left b{z=\"\"}", 0), 2u);
-  EXPECT_NE(error("a * on(x) group_left b", 0).find("found duplicate series for the match group"),
+  EXPECT_NE(error("a * on(x) group_left b", 0)
+                .find("found duplicate series for the match group"),
             std::string::npos);
   EXPECT_NE(error("label_replace(a, \"y\", \"\", \"\", \"\")", 0)
                 .find("vector cannot contain metrics with the same labelset"),
@@ -216,7 +219,8 @@ TEST_F(PromqlEngine, AggregationsWithGrouping) {
   EXPECT_EQ(top->series[0].labels, L({{"__name__", "m"}, {"job", "b"}, {"i", "1"}}));
   EXPECT_EQ(count("bottomk(0, m)", 0), 0u);
   EXPECT_NE(error("topk(NaN, m)", 0).find("overflows int64"), std::string::npos);
-  EXPECT_NE(error("count_values(\"1x\", m)", 0).find("invalid label name"), std::string::npos);
+  EXPECT_NE(error("count_values(\"1x\", m)", 0).find("invalid label name"),
+            std::string::npos);
 }
 
 TEST_F(PromqlEngine, AvgOfInfinities) {
@@ -238,7 +242,7 @@ TEST_F(PromqlEngine, ScalarsAndLiterals) {
   EXPECT_EQ(one("scalar(vector(3))", 0), 3);
   EXPECT_TRUE(std::isnan(one("scalar(nosuch)", 0)));
   EXPECT_EQ(one("year(vector(0))", 0), 1970);
-  EXPECT_EQ(one("day_of_week(vector(0))", 0), 4);  // a Thursday
+  EXPECT_EQ(one("day_of_week(vector(0))", 0), 4);             // a Thursday
   EXPECT_EQ(one("days_in_month(vector(951782400))", 0), 29);  // Feb 2000
 }
 
@@ -311,8 +315,9 @@ TEST_F(PromqlEngine, RangeQueryRejections) {
   add(L({{"__name__", "g"}}), {{0, 1}});
   auto r = range("g[5m]", 0, kMin, kMin);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().detail.find("invalid expression type \"range vector\" for range query"),
-            std::string::npos);
+  EXPECT_NE(
+      r.error().detail.find("invalid expression type \"range vector\" for range query"),
+      std::string::npos);
   auto s = range("\"str\"", 0, kMin, kMin);
   ASSERT_FALSE(s.ok());
   auto z = range("g", 0, kMin, 0);
@@ -340,13 +345,17 @@ TEST_F(PromqlEngine, RangeModeChecksDuplicatesAcrossSteps) {
 
 TEST_F(PromqlEngine, FunctionEvaluationErrors) {
   add(L({{"__name__", "g"}, {"a", "x"}}), {{0, 1}, {kMin, 2}});
-  EXPECT_NE(error("label_replace(g, \"1b\", \"\", \"a\", \"x\")", kMin).find("invalid destination label name"),
+  EXPECT_NE(error("label_replace(g, \"1b\", \"\", \"a\", \"x\")", kMin)
+                .find("invalid destination label name"),
             std::string::npos);
-  EXPECT_NE(error("label_replace(g, \"b\", \"\", \"a\", \"(\")", kMin).find("invalid regular expression"),
+  EXPECT_NE(error("label_replace(g, \"b\", \"\", \"a\", \"(\")", kMin)
+                .find("invalid regular expression"),
             std::string::npos);
-  EXPECT_NE(error("label_join(g, \"b\", \",\", \"1a\")", kMin).find("invalid source label name"),
+  EXPECT_NE(error("label_join(g, \"b\", \",\", \"1a\")", kMin)
+                .find("invalid source label name"),
             std::string::npos);
-  EXPECT_NE(error("label_join(g, \"1b\", \",\", \"a\")", kMin).find("invalid destination label name"),
+  EXPECT_NE(error("label_join(g, \"1b\", \",\", \"a\")", kMin)
+                .find("invalid destination label name"),
             std::string::npos);
   EXPECT_NE(error("holt_winters(g[5m], 1, 0.5)", kMin).find("invalid smoothing factor"),
             std::string::npos);

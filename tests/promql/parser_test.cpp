@@ -1,12 +1,13 @@
 // Parser: what it accepts (structure, precedence, modifiers) and every
 // rejection path, with the construct named.
+#include "promql/parser.h"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cmath>
 
 #include "promql/lexer.h"
-#include "promql/parser.h"
 
 namespace memcg::promql {
 namespace {
@@ -160,7 +161,8 @@ TEST(PromqlParser, KeywordsAsNamesAndCaseInsensitiveKeywords) {
   auto colon = mustParse(":leading:colon[5m:1m]");  // ':' starts a name outside brackets
   auto* sq = as<SubqueryExpr>(colon.get(), NodeKind::kSubquery);
   ASSERT_NE(sq, nullptr);
-  EXPECT_EQ(as<VectorSelector>(sq->expr.get(), NodeKind::kVectorSelector)->name, ":leading:colon");
+  EXPECT_EQ(as<VectorSelector>(sq->expr.get(), NodeKind::kVectorSelector)->name,
+            ":leading:colon");
 }
 
 TEST(PromqlParser, NumbersAndStrings) {
@@ -179,7 +181,9 @@ TEST(PromqlParser, NumbersAndStrings) {
   auto e = mustParse(R"("a\n\x41\u00e9\101" )");
   auto* s = as<StringLiteral>(e.get(), NodeKind::kString);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->value, "a\nA\xc3\xa9" "A");
+  EXPECT_EQ(s->value,
+            "a\nA\xc3\xa9"
+            "A");
   auto raw = mustParse("`a\\n`");
   EXPECT_EQ(as<StringLiteral>(raw.get(), NodeKind::kString)->value, "a\\n");
 }
@@ -215,46 +219,52 @@ TEST_P(PromqlParserRejects, WithMessage) {
 INSTANTIATE_TEST_SUITE_P(
     All, PromqlParserRejects,
     ::testing::Values(
-        Rejection{"", "no expression found"},
-        Rejection{"foo $", "unexpected character"},
+        Rejection{"", "no expression found"}, Rejection{"foo $", "unexpected character"},
         Rejection{"\"abc", "unterminated quoted string"},
         Rejection{"\"a\\qb\"", "unknown escape sequence"},
         Rejection{"\"\\xZZ\"", "invalid escape sequence"},
         Rejection{"`abc", "unterminated raw string"},
         Rejection{"1a", "bad number or duration syntax"},
         Rejection{"foo bar", "unexpected identifier \"bar\""},
-        Rejection{"(foo", "expected \")\""},
-        Rejection{"foo[5m", "expected \"]\""},
-        Rejection{"foo[5m:1m", "expected \"]\""},
-        Rejection{"foo[]", "expected duration"},
+        Rejection{"(foo", "expected \")\""}, Rejection{"foo[5m", "expected \"]\""},
+        Rejection{"foo[5m:1m", "expected \"]\""}, Rejection{"foo[]", "expected duration"},
         Rejection{"foo[5]", "expected duration"},
         Rejection{"foo[30m1h]", "bad number or duration syntax"},
-        Rejection{"5m", "unexpected duration"},
-        Rejection{"bool", "unexpected \"bool\""},
+        Rejection{"5m", "unexpected duration"}, Rejection{"bool", "unexpected \"bool\""},
         Rejection{"a + group_left b", "needs on() or ignoring()"},
         Rejection{"a + on(x b", "expected \",\" or \")\""},
         Rejection{"a + on(1) b", "expected label"},
         Rejection{"a + bool b", "bool modifier can only be used on comparison operators"},
         Rejection{"1 > 2", "comparisons between scalars must use BOOL modifier"},
-        Rejection{"a + on(x) group_left(x) b", "must not occur in ON and GROUP clause at once"},
-        Rejection{"foo[5m] + 1", "binary expression must contain only scalar and instant vector types"},
-        Rejection{"\"s\" + 1", "binary expression must contain only scalar and instant vector types"},
-        Rejection{"1 + on(x) foo", "vector matching only allowed between instant vectors"},
+        Rejection{"a + on(x) group_left(x) b",
+                  "must not occur in ON and GROUP clause at once"},
+        Rejection{"foo[5m] + 1",
+                  "binary expression must contain only scalar and instant vector types"},
+        Rejection{"\"s\" + 1",
+                  "binary expression must contain only scalar and instant vector types"},
+        Rejection{"1 + on(x) foo",
+                  "vector matching only allowed between instant vectors"},
         Rejection{"1 and foo", "not allowed in binary scalar expression"},
-        Rejection{"a and on(x) group_left b", "no grouping allowed for \"and\" operation"},
-        Rejection{"-foo[5m]", "unary expression only allowed on expressions of type scalar or instant vector"},
+        Rejection{"a and on(x) group_left b",
+                  "no grouping allowed for \"and\" operation"},
+        Rejection{"-foo[5m]",
+                  "unary expression only allowed on expressions of type scalar or "
+                  "instant vector"},
         Rejection{"-\"s\"", "unary expression only allowed"},
         Rejection{"foo @ 1 @ 2", "@ <timestamp> may not be set multiple times"},
         Rejection{"foo @ start(", "expected \")\""},
         Rejection{"foo @ bar", "expected timestamp"},
         Rejection{"foo @ Inf", "timestamp out of bounds for @ modifier"},
         Rejection{"foo @ 1e300", "timestamp out of bounds for @ modifier"},
-        Rejection{"foo[5m][10m:]", "subquery is only allowed on instant vector, got range vector"},
+        Rejection{"foo[5m][10m:]",
+                  "subquery is only allowed on instant vector, got range vector"},
         Rejection{"(foo)[5m]", "ranges only allowed for vector selectors"},
         Rejection{"foo offset 1m [5m]", "no offset modifiers allowed before range"},
         Rejection{"foo @ 1 [5m]", "no @ modifiers allowed before range"},
-        Rejection{"(foo) offset 1m", "offset modifier must be preceded by an instant vector selector"},
-        Rejection{"sum(foo) @ 10", "@ modifier must be preceded by an instant vector selector"},
+        Rejection{"(foo) offset 1m",
+                  "offset modifier must be preceded by an instant vector selector"},
+        Rejection{"sum(foo) @ 10",
+                  "@ modifier must be preceded by an instant vector selector"},
         Rejection{"foo offset 1m offset 2m", "offset may not be set multiple times"},
         Rejection{"foo offset", "expected duration"},
         Rejection{"foo{1=\"a\"}", "expected label"},
@@ -264,28 +274,39 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{"foo{a=~\"(\"}", "invalid regular expression"},
         Rejection{"foo{__name__=\"bar\"}", "metric name must not be set twice"},
         Rejection{"{}", "vector selector must contain at least one non-empty matcher"},
-        Rejection{"{a=~\".*\"}", "vector selector must contain at least one non-empty matcher"},
+        Rejection{"{a=~\".*\"}",
+                  "vector selector must contain at least one non-empty matcher"},
         Rejection{"nosuchfunc(foo)", "unknown function with name \"nosuchfunc\""},
         Rejection{"abs(foo bar)", "in function call, expected \",\" or \")\""},
         Rejection{"abs(foo, bar)", "expected 1 argument(s) in call to \"abs\", got 2"},
         Rejection{"label_join(foo, \"a\")", "expected at least 3 argument(s)"},
         Rejection{"round(foo, 1, 2)", "expected at most 2 argument(s)"},
-        Rejection{"rate(foo)", "expected type range vector in call to function \"rate\", got instant vector"},
-        Rejection{"abs(\"x\")", "expected type instant vector in call to function \"abs\", got string"},
+        Rejection{"rate(foo)",
+                  "expected type range vector in call to function \"rate\", got instant "
+                  "vector"},
+        Rejection{"abs(\"x\")",
+                  "expected type instant vector in call to function \"abs\", got string"},
         Rejection{"sum(foo bar)", "in aggregation, expected \",\" or \")\""},
         Rejection{"sum()", "no arguments for aggregate expression provided"},
-        Rejection{"topk(foo)", "wrong number of arguments for aggregate expression provided, expected 2, got 1"},
+        Rejection{"topk(foo)",
+                  "wrong number of arguments for aggregate expression provided, expected "
+                  "2, got 1"},
         Rejection{"sum(1, foo)", "wrong number of arguments"},
-        Rejection{"topk(\"a\", foo)", "expected type scalar in aggregation parameter, got string"},
-        Rejection{"count_values(1, foo)", "expected type string in aggregation parameter, got scalar"},
-        Rejection{"sum(1)", "expected type instant vector in aggregation expression, got scalar"},
-        Rejection{"sum(foo[5m])", "expected type instant vector in aggregation expression, got range vector"},
+        Rejection{"topk(\"a\", foo)",
+                  "expected type scalar in aggregation parameter, got string"},
+        Rejection{"count_values(1, foo)",
+                  "expected type string in aggregation parameter, got scalar"},
+        Rejection{"sum(1)",
+                  "expected type instant vector in aggregation expression, got scalar"},
+        Rejection{
+            "sum(foo[5m])",
+            "expected type instant vector in aggregation expression, got range vector"},
         Rejection{"sum by (a) (foo) by (b)", "unexpected \"by\""},
         Rejection{"foo )", "unexpected \")\""}));
 
 TEST(PromqlParser, NativeHistogramFunctionsAreRefusedAsUnsupported) {
-  for (const char* q : {"histogram_count(foo)", "histogram_sum(foo)",
-                        "histogram_fraction(0, 1, foo)"}) {
+  for (const char* q :
+       {"histogram_count(foo)", "histogram_sum(foo)", "histogram_fraction(0, 1, foo)"}) {
     auto r = parseExpr(q);
     ASSERT_FALSE(r.ok()) << q;
     EXPECT_EQ(r.error().err, ENOTSUP) << q;

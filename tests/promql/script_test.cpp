@@ -14,7 +14,9 @@ TEST(PromqlScript, SeriesNotationExpands) {
   promql::Labels ls;
   std::vector<SeqValue> v;
   std::string err;
-  ASSERT_TRUE(parseSeriesDesc(R"(foo{a="x", b="y\"z"} 1 _ 2+3x2 _x2 stale 5x1 -1-1x1 Inf)", ls, v, err)) << err;
+  ASSERT_TRUE(parseSeriesDesc(
+      R"(foo{a="x", b="y\"z"} 1 _ 2+3x2 _x2 stale 5x1 -1-1x1 Inf)", ls, v, err))
+      << err;
   EXPECT_EQ(ls, promql::makeLabels({{"__name__", "foo"}, {"a", "x"}, {"b", "y\"z"}}));
   ASSERT_EQ(v.size(), 13u);
   EXPECT_EQ(v[0].v, 1);
@@ -74,7 +76,8 @@ eval instant at 1m scalar(m{a="1"})
 clear
 
 eval instant at 1m m
-)", ScriptOptions{});
+)",
+                             ScriptOptions{});
   EXPECT_TRUE(r.fatal.empty()) << r.fatal;
   EXPECT_EQ(r.passed(), 6);
   EXPECT_EQ(r.failed(), 2);
@@ -96,7 +99,8 @@ load 1m
 eval_ordered instant at 0m sort(m)
   m{a="2"} 2
   m{a="1"} 1
-)", ScriptOptions{});
+)",
+                             ScriptOptions{});
   EXPECT_EQ(r.failed(), 1);
   EXPECT_NE(r.evals[0].message.find("position"), std::string::npos);
 }
@@ -127,7 +131,8 @@ eval range from 0 to 2m step 1m m
 
 eval range from 0 to 10m step 5m m
   m 1 3 3
-)", ScriptOptions{});
+)",
+                             ScriptOptions{});
   EXPECT_EQ(r.failed(), 2);  // wrong value; no point at 10m (lookback over)
   EXPECT_NE(r.evals[0].message.find("expected 4"), std::string::npos);
 }
@@ -136,7 +141,8 @@ TEST(PromqlScript, BadCommandsAreFatal) {
   EXPECT_FALSE(runScript("frobnicate\n", ScriptOptions{}).fatal.empty());
   EXPECT_FALSE(runScript("load xyz\n m 1\n", ScriptOptions{}).fatal.empty());
   EXPECT_FALSE(runScript("load 1m\n m 1+\n", ScriptOptions{}).fatal.empty());
-  EXPECT_FALSE(runScript("eval instant at 0m m\n m 1 2\n", ScriptOptions{}).fatal.empty());
+  EXPECT_FALSE(
+      runScript("eval instant at 0m m\n m 1 2\n", ScriptOptions{}).fatal.empty());
   EXPECT_FALSE(runScript("eval instant at xyz m\n", ScriptOptions{}).fatal.empty());
   EXPECT_EQ(runScript("frobnicate\n", ScriptOptions{}).failed(), 1);
 }
@@ -151,9 +157,11 @@ TEST(PromqlQuery, RendersLikePromtool) {
       R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"2"],[2,"3"]]}]}})",
       text));
   EXPECT_EQ(text, "{} =>\n2 @[1]\n3 @[2]\n");
-  ASSERT_TRUE(renderQueryResponse(R"({"status":"success","data":{"resultType":"scalar","result":[1,"7"]}})", text));
+  ASSERT_TRUE(renderQueryResponse(
+      R"({"status":"success","data":{"resultType":"scalar","result":[1,"7"]}})", text));
   EXPECT_EQ(text, "scalar: 7 @[1]\n");
-  EXPECT_FALSE(renderQueryResponse(R"({"status":"error","errorType":"bad_data","error":"parse error"})", text));
+  EXPECT_FALSE(renderQueryResponse(
+      R"({"status":"error","errorType":"bad_data","error":"parse error"})", text));
   EXPECT_EQ(text, "bad_data: parse error");
   EXPECT_FALSE(renderQueryResponse("not json", text));
 }

@@ -19,19 +19,20 @@ namespace memcg::tool {
 using promql::Labels;
 
 int ScriptReport::passed() const {
-  return static_cast<int>(std::count_if(evals.begin(), evals.end(), [](const EvalOutcome& e) {
-    return e.kind == EvalOutcome::Kind::kPassed;
-  }));
+  return static_cast<int>(std::count_if(
+      evals.begin(), evals.end(),
+      [](const EvalOutcome& e) { return e.kind == EvalOutcome::Kind::kPassed; }));
 }
 int ScriptReport::failed() const {
-  return static_cast<int>(std::count_if(evals.begin(), evals.end(), [](const EvalOutcome& e) {
-    return e.kind == EvalOutcome::Kind::kFailed;
-  })) + (fatal.empty() ? 0 : 1);
+  return static_cast<int>(std::count_if(
+             evals.begin(), evals.end(),
+             [](const EvalOutcome& e) { return e.kind == EvalOutcome::Kind::kFailed; })) +
+         (fatal.empty() ? 0 : 1);
 }
 int ScriptReport::unsupported() const {
-  return static_cast<int>(std::count_if(evals.begin(), evals.end(), [](const EvalOutcome& e) {
-    return e.kind == EvalOutcome::Kind::kUnsupported;
-  }));
+  return static_cast<int>(std::count_if(
+      evals.begin(), evals.end(),
+      [](const EvalOutcome& e) { return e.kind == EvalOutcome::Kind::kUnsupported; }));
 }
 
 namespace {
@@ -89,8 +90,8 @@ bool scanNumber(std::string_view s, size_t& i, double& out) {
     }
   }
   std::string num(s.substr(start, i - start));
-  return promql::parseNumber(num, out) || (num.size() > 1 && num[0] == '+' &&
-                                           promql::parseNumber(num.substr(1), out));
+  return promql::parseNumber(num, out) ||
+         (num.size() > 1 && num[0] == '+' && promql::parseNumber(num.substr(1), out));
 }
 
 bool parseUint(std::string_view s, size_t& i, uint64_t& out) {
@@ -165,7 +166,8 @@ bool parseSeriesDesc(std::string_view line, Labels& labels, std::vector<SeqValue
   size_t brace = line.find('{');
   size_t space = line.find_first_of(" \t");
   std::vector<promql::Label> ls;
-  if (brace != std::string_view::npos && (space == std::string_view::npos || brace < space)) {
+  if (brace != std::string_view::npos &&
+      (space == std::string_view::npos || brace < space)) {
     std::string name = trim(line.substr(0, brace));
     if (!name.empty()) ls.push_back({std::string(promql::kMetricName), name});
     // Lex the braces with the PromQL lexer (quoted values, escapes).
@@ -252,7 +254,8 @@ std::string describeVector(const promql::QueryResult& r) {
     out += "    " + promql::labelsString(s.labels) + " ";
     for (size_t i = 0; i < s.points.size(); ++i) {
       if (i > 0) out += " ";
-      if (r.type == promql::ValueType::kMatrix) out += "@" + std::to_string(s.points[i].t) + ":";
+      if (r.type == promql::ValueType::kMatrix)
+        out += "@" + std::to_string(s.points[i].t) + ":";
       out += fmtValue(s.points[i].v);
     }
     out += "\n";
@@ -279,9 +282,11 @@ std::string describeExpected(const EvalCmd& c) {
 // Empty when the instant result matches.
 std::string compareInstant(const EvalCmd& c, const promql::QueryResult& r, double eps,
                            bool ordered) {
-  if (r.type == promql::ValueType::kMatrix) return "received range result on instant evaluation";
+  if (r.type == promql::ValueType::kMatrix)
+    return "received range result on instant evaluation";
   if (r.type == promql::ValueType::kScalar) {
-    if (!c.scalarExpected) return "got scalar " + fmtValue(r.scalar) + ", expected a vector";
+    if (!c.scalarExpected)
+      return "got scalar " + fmtValue(r.scalar) + ", expected a vector";
     if (!almostEqual(c.scalar, r.scalar, eps)) {
       return "expected scalar " + fmtValue(c.scalar) + " but got " + fmtValue(r.scalar);
     }
@@ -294,7 +299,8 @@ std::string compareInstant(const EvalCmd& c, const promql::QueryResult& r, doubl
     const auto& s = r.series[pos];
     auto it = std::find_if(c.expected.begin(), c.expected.end(),
                            [&](const Expected& e) { return e.labels == s.labels; });
-    if (it == c.expected.end()) return "unexpected metric " + promql::labelsString(s.labels) + " in result";
+    if (it == c.expected.end())
+      return "unexpected metric " + promql::labelsString(s.labels) + " in result";
     size_t idx = static_cast<size_t>(it - c.expected.begin());
     if (ordered && it->pos != static_cast<int>(pos) + 1) {
       return "expected metric " + promql::labelsString(s.labels) + " at position " +
@@ -308,7 +314,9 @@ std::string compareInstant(const EvalCmd& c, const promql::QueryResult& r, doubl
     seen[idx] = true;
   }
   for (size_t i = 0; i < seen.size(); ++i) {
-    if (!seen[i]) return "expected metric " + promql::labelsString(c.expected[i].labels) + " not found";
+    if (!seen[i])
+      return "expected metric " + promql::labelsString(c.expected[i].labels) +
+             " not found";
   }
   return {};
 }
@@ -318,29 +326,36 @@ std::string compareRange(const EvalCmd& c, const promql::QueryResult& r, double 
   for (const auto& s : r.series) {
     auto it = std::find_if(c.expected.begin(), c.expected.end(),
                            [&](const Expected& e) { return e.labels == s.labels; });
-    if (it == c.expected.end()) return "unexpected series " + promql::labelsString(s.labels) + " in result";
+    if (it == c.expected.end())
+      return "unexpected series " + promql::labelsString(s.labels) + " in result";
     seen[static_cast<size_t>(it - c.expected.begin())] = true;
     std::vector<promql::Sample> want;
     for (size_t i = 0; i < it->vals.size(); ++i) {
-      if (!it->vals[i].omitted) want.push_back({c.start + static_cast<int64_t>(i) * c.step, it->vals[i].v});
+      if (!it->vals[i].omitted)
+        want.push_back({c.start + static_cast<int64_t>(i) * c.step, it->vals[i].v});
     }
     if (want.size() != s.points.size()) {
-      return "series " + promql::labelsString(s.labels) + ": expected " + std::to_string(want.size()) +
-             " points, got " + std::to_string(s.points.size());
+      return "series " + promql::labelsString(s.labels) + ": expected " +
+             std::to_string(want.size()) + " points, got " +
+             std::to_string(s.points.size());
     }
     for (size_t i = 0; i < want.size(); ++i) {
       if (want[i].t != s.points[i].t) {
         return "series " + promql::labelsString(s.labels) + ": expected a point at " +
-               std::to_string(want[i].t) + " ms, got one at " + std::to_string(s.points[i].t);
+               std::to_string(want[i].t) + " ms, got one at " +
+               std::to_string(s.points[i].t);
       }
       if (!almostEqual(want[i].v, s.points[i].v, eps)) {
-        return "series " + promql::labelsString(s.labels) + " at " + std::to_string(want[i].t) +
-               " ms: expected " + fmtValue(want[i].v) + " but got " + fmtValue(s.points[i].v);
+        return "series " + promql::labelsString(s.labels) + " at " +
+               std::to_string(want[i].t) + " ms: expected " + fmtValue(want[i].v) +
+               " but got " + fmtValue(s.points[i].v);
       }
     }
   }
   for (size_t i = 0; i < seen.size(); ++i) {
-    if (!seen[i]) return "expected series " + promql::labelsString(c.expected[i].labels) + " not found";
+    if (!seen[i])
+      return "expected series " + promql::labelsString(c.expected[i].labels) +
+             " not found";
   }
   return {};
 }
@@ -370,16 +385,25 @@ void pinAt(promql::Expr* e, int64_t ts, bool frozen, bool& unsafe) {
     }
   };
   switch (e->kind) {
-    case NodeKind::kVectorSelector: pin(static_cast<promql::VectorSelector*>(e)->at); break;
-    case NodeKind::kMatrixSelector: pin(static_cast<promql::MatrixSelector*>(e)->vs->at); break;
+    case NodeKind::kVectorSelector:
+      pin(static_cast<promql::VectorSelector*>(e)->at);
+      break;
+    case NodeKind::kMatrixSelector:
+      pin(static_cast<promql::MatrixSelector*>(e)->vs->at);
+      break;
     case NodeKind::kSubquery: {
       auto* sq = static_cast<promql::SubqueryExpr*>(e);
       pin(sq->at);
-      pinAt(sq->expr.get(), ts, frozen || sq->at.kind == promql::AtKind::kTimestamp, unsafe);
+      pinAt(sq->expr.get(), ts, frozen || sq->at.kind == promql::AtKind::kTimestamp,
+            unsafe);
       break;
     }
-    case NodeKind::kParen: pinAt(static_cast<promql::ParenExpr*>(e)->expr.get(), ts, frozen, unsafe); break;
-    case NodeKind::kUnary: pinAt(static_cast<promql::UnaryExpr*>(e)->expr.get(), ts, frozen, unsafe); break;
+    case NodeKind::kParen:
+      pinAt(static_cast<promql::ParenExpr*>(e)->expr.get(), ts, frozen, unsafe);
+      break;
+    case NodeKind::kUnary:
+      pinAt(static_cast<promql::UnaryExpr*>(e)->expr.get(), ts, frozen, unsafe);
+      break;
     case NodeKind::kBinary: {
       auto* b = static_cast<promql::BinaryExpr*>(e);
       pinAt(b->lhs.get(), ts, frozen, unsafe);
@@ -394,24 +418,26 @@ void pinAt(promql::Expr* e, int64_t ts, bool frozen, bool& unsafe) {
     }
     case NodeKind::kCall: {
       auto* c = static_cast<promql::Call*>(e);
-      static const char* const kUnsafe[] = {"days_in_month", "day_of_month", "day_of_week",
-                                            "day_of_year", "hour", "minute", "month", "year",
-                                            "predict_linear", "time", "timestamp"};
+      static const char* const kUnsafe[] = {
+          "days_in_month",  "day_of_month", "day_of_week", "day_of_year",
+          "hour",           "minute",       "month",       "year",
+          "predict_linear", "time",         "timestamp"};
       for (const char* n : kUnsafe) {
         if (std::strcmp(c->func->name, n) == 0) unsafe = true;
       }
       for (auto& a : c->args) pinAt(a.get(), ts, frozen, unsafe);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
 // Runs one instant evaluation at t (and, as 2.42 does, the same query as a
 // range query around t); empty when it matches the expectation.
 std::string checkInstant(const EvalCmd& c, const promql::Engine& engine,
-                         const promql::MemoryStorage& storage, const promql::Expr& expr, int64_t t,
-                         const ScriptOptions& opts) {
+                         const promql::MemoryStorage& storage, const promql::Expr& expr,
+                         int64_t t, const ScriptOptions& opts) {
   auto r = engine.instantQuery(storage, expr, t);
   if (!r.ok()) {
     if (c.fail) return {};
@@ -420,14 +446,15 @@ std::string checkInstant(const EvalCmd& c, const promql::Engine& engine,
   if (c.fail) return "expected an error but got none";
   std::string diff = compareInstant(c, *r, opts.epsilon, c.ordered);
   if (!diff.empty()) {
-    return diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" + describeVector(*r);
+    return diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" +
+           describeVector(*r);
   }
   if (!opts.checkRangeMode || c.ordered) return {};
   auto rr = engine.rangeQuery(storage, expr, t - 60000, t + 60000, 60000);
   if (!rr.ok()) return "error evaluating query in range mode: " + rr.error().detail;
   promql::QueryResult mid;
   mid.type = r->type == promql::ValueType::kScalar ? promql::ValueType::kScalar
-                                                    : promql::ValueType::kVector;
+                                                   : promql::ValueType::kVector;
   for (const auto& s : rr->series) {
     for (const auto& p : s.points) {
       if (p.t == t) {
@@ -444,7 +471,8 @@ std::string checkInstant(const EvalCmd& c, const promql::Engine& engine,
   return {};
 }
 
-EvalOutcome runEval(const EvalCmd& c, const promql::MemoryStorage& storage, const ScriptOptions& opts) {
+EvalOutcome runEval(const EvalCmd& c, const promql::MemoryStorage& storage,
+                    const ScriptOptions& opts) {
   EvalOutcome o{EvalOutcome::Kind::kPassed, c.line, c.text, {}};
   auto parsed = promql::parseExpr(c.expr);
   if (!parsed.ok()) {
@@ -476,7 +504,8 @@ EvalOutcome runEval(const EvalCmd& c, const promql::MemoryStorage& storage, cons
     std::string diff = compareRange(c, *r, opts.epsilon);
     if (!diff.empty()) {
       o.kind = EvalOutcome::Kind::kFailed;
-      o.message = diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" + describeVector(*r);
+      o.message = diff + "\n  expected:\n" + describeExpected(c) + "  got:\n" +
+                  describeVector(*r);
     }
     return o;
   }
@@ -529,7 +558,8 @@ ScriptReport runScript(std::string_view text, const ScriptOptions& opts) {
   }
   promql::MemoryStorage storage;
   static const std::regex kLoad(R"(^load\s+(\S+?)\s*$)", std::regex::icase);
-  static const std::regex kInstant(R"(^eval(?:_(fail|ordered))?\s+instant\s+(?:at\s+(.+?))?\s+(.+)$)");
+  static const std::regex kInstant(
+      R"(^eval(?:_(fail|ordered))?\s+instant\s+(?:at\s+(.+?))?\s+(.+)$)");
   static const std::regex kRange(
       R"(^eval(?:_(fail|ordered))?\s+range\s+from\s+(.+?)\s+to\s+(.+?)\s+step\s+(.+?)\s+(.+)$)");
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -544,7 +574,8 @@ ScriptReport runScript(std::string_view text, const ScriptOptions& opts) {
     }
     if (word == "load") {
       int64_t stepMs;
-      if (!std::regex_match(l, m, kLoad) || !promql::parseDurationMs(m[1].str(), stepMs)) {
+      if (!std::regex_match(l, m, kLoad) ||
+          !promql::parseDurationMs(m[1].str(), stepMs)) {
         rep.fatal = "line " + std::to_string(i + 1) + ": invalid load command: " + l;
         return rep;
       }
@@ -575,7 +606,8 @@ ScriptReport runScript(std::string_view text, const ScriptOptions& opts) {
         c.range = true;
         if (!parseDur(m[2].str(), c.start) || !parseDur(m[3].str(), c.end) ||
             !parseDur(m[4].str(), c.step)) {
-          rep.fatal = "line " + std::to_string(i + 1) + ": invalid range evaluation: " + l;
+          rep.fatal =
+              "line " + std::to_string(i + 1) + ": invalid range evaluation: " + l;
           return rep;
         }
         c.expr = m[5].str();
@@ -583,12 +615,14 @@ ScriptReport runScript(std::string_view text, const ScriptOptions& opts) {
         mod = m[1].str();
         std::string at = m[2].str();
         if (!at.empty() && !parseDur(at, c.start)) {
-          rep.fatal = "line " + std::to_string(i + 1) + ": invalid step definition \"" + at + "\"";
+          rep.fatal = "line " + std::to_string(i + 1) + ": invalid step definition \"" +
+                      at + "\"";
           return rep;
         }
         c.expr = m[3].str();
       } else {
-        rep.fatal = "line " + std::to_string(i + 1) + ": invalid evaluation command: " + l;
+        rep.fatal =
+            "line " + std::to_string(i + 1) + ": invalid evaluation command: " + l;
         return rep;
       }
       c.fail = mod == "fail";
@@ -671,14 +705,16 @@ int testPromqlMain(int argc, char** argv, std::ostream& out) {
     ScriptReport r = runScript(ss.str(), opts);
     for (const auto& e : r.evals) {
       if (e.kind == EvalOutcome::Kind::kFailed) {
-        out << f << ":" << e.line << ": FAILED: " << e.command << "\n  " << e.message << "\n";
+        out << f << ":" << e.line << ": FAILED: " << e.command << "\n  " << e.message
+            << "\n";
       } else if (e.kind == EvalOutcome::Kind::kUnsupported) {
-        out << f << ":" << e.line << ": UNSUPPORTED: " << e.command << "\n  " << e.message << "\n";
+        out << f << ":" << e.line << ": UNSUPPORTED: " << e.command << "\n  " << e.message
+            << "\n";
       }
     }
     if (!r.fatal.empty()) out << f << ": FAILED: " << r.fatal << "\n";
-    out << f << ": " << r.passed() << " passed, " << r.failed() << " failed, " << r.unsupported()
-        << " unsupported\n";
+    out << f << ": " << r.passed() << " passed, " << r.failed() << " failed, "
+        << r.unsupported() << " unsupported\n";
     totalPassed += r.passed();
     totalFailed += r.failed();
     totalUnsupported += r.unsupported();

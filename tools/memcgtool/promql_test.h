@@ -21,9 +21,9 @@ struct ScriptOptions {
 
 struct EvalOutcome {
   enum class Kind { kPassed, kFailed, kUnsupported } kind;
-  int line;              ///< 1-based line of the eval command
-  std::string command;   ///< the eval line
-  std::string message;   ///< diff or reason
+  int line;             ///< 1-based line of the eval command
+  std::string command;  ///< the eval line
+  std::string message;  ///< diff or reason
 };
 
 struct ScriptReport {
@@ -43,8 +43,8 @@ struct SeqValue {
   double v;
 };
 /// Parses `metric{l="v"} 1 2+3x4 _x2 stale`; false with err on bad input.
-bool parseSeriesDesc(std::string_view line, promql::Labels& labels, std::vector<SeqValue>& vals,
-                     std::string& err);
+bool parseSeriesDesc(std::string_view line, promql::Labels& labels,
+                     std::vector<SeqValue>& vals, std::string& err);
 
 /// `memcgtool test promql [--epsilon E] FILE...`
 int testPromqlMain(int argc, char** argv, std::ostream& out);

@@ -64,7 +64,8 @@ bool renderQueryResponse(const std::string& body, std::string& text) {
     if (type == "scalar" || type == "string") {
       text = (type == "scalar" ? "scalar: " : "string: ") + pointString(res) + "\n";
     } else if (type == "vector") {
-      for (const auto& s : res) text += metricString(s.at("metric")) + " => " + pointString(s.at("value")) + "\n";
+      for (const auto& s : res)
+        text += metricString(s.at("metric")) + " => " + pointString(s.at("value")) + "\n";
     } else if (type == "matrix") {
       for (const auto& s : res) {
         text += metricString(s.at("metric")) + " =>\n";
@@ -101,12 +102,18 @@ int queryMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
       return true;
     };
     bool ok = true;
-    if (a == "--time") ok = value(time);
-    else if (a == "--start") ok = value(start);
-    else if (a == "--end") ok = value(end);
-    else if (a == "--step") ok = value(step);
-    else if (a.size() > 1 && a[0] == '-' && a[1] == '-') return usage();
-    else pos.push_back(a);
+    if (a == "--time")
+      ok = value(time);
+    else if (a == "--start")
+      ok = value(start);
+    else if (a == "--end")
+      ok = value(end);
+    else if (a == "--step")
+      ok = value(step);
+    else if (a.size() > 1 && a[0] == '-' && a[1] == '-')
+      return usage();
+    else
+      pos.push_back(a);
     if (!ok) return usage();
   }
   if (pos.size() != 2) return usage();

@@ -60,7 +60,9 @@ struct BenchQuery {
   const char* expr;
 };
 constexpr BenchQuery kQueries[] = {
-    {"stall_p99", "histogram_quantile(0.99, sum by (cgroup, le) (rate(memcg_vmscan_reclaim_stall_seconds_bucket[1m])))"},
+    {"stall_p99",
+     "histogram_quantile(0.99, sum by (cgroup, le) "
+     "(rate(memcg_vmscan_reclaim_stall_seconds_bucket[1m])))"},
     {"failcnt_top10", "topk(10, rate(memcg_memory_failcnt_total[1m]))"},
     {"usage_ratio", "memcg_memory_usage_bytes / memcg_memory_limit_bytes"},
 };
@@ -86,7 +88,8 @@ struct Rng {
 
 std::string fmtLe(double v) {
   char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest: "2.5e-06", "0.0001", "10"
+  auto r =
+      std::to_chars(buf, buf + sizeof buf, v);  // shortest: "2.5e-06", "0.0001", "10"
   return std::string(buf, r.ptr);
 }
 
@@ -101,7 +104,8 @@ size_t generate(const Options& o, MemoryStorage& st) {
   const int64_t n = int64_t{o.minutes} * 60 + 1;
   const size_t nb = tracing::kStallBoundsNs.size();
   std::vector<std::string> les;
-  for (uint64_t ns : tracing::kStallBoundsNs) les.push_back(fmtLe(static_cast<double>(ns) / 1e9));
+  for (uint64_t ns : tracing::kStallBoundsNs)
+    les.push_back(fmtLe(static_cast<double>(ns) / 1e9));
   les.push_back("+Inf");
   size_t samples = 0;
   Rng rng{42};
@@ -114,14 +118,24 @@ size_t generate(const Options& o, MemoryStorage& st) {
     for (int k = 0; k < o.kinds; ++k) {
       std::vector<Labels> bucket_labels;
       for (const auto& le : les) {
-        bucket_labels.push_back(lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_bucket"},
-                                      {"cgroup", cg}, {"kind", kKinds[k]}, {"le", le},
-                                      {"instance", inst}, {"job", job}}));
+        bucket_labels.push_back(
+            lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_bucket"},
+                  {"cgroup", cg},
+                  {"kind", kKinds[k]},
+                  {"le", le},
+                  {"instance", inst},
+                  {"job", job}}));
       }
-      Labels sum_l = lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_sum"}, {"cgroup", cg},
-                           {"kind", kKinds[k]}, {"instance", inst}, {"job", job}});
-      Labels count_l = lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_count"}, {"cgroup", cg},
-                             {"kind", kKinds[k]}, {"instance", inst}, {"job", job}});
+      Labels sum_l = lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_sum"},
+                           {"cgroup", cg},
+                           {"kind", kKinds[k]},
+                           {"instance", inst},
+                           {"job", job}});
+      Labels count_l = lbls({{"__name__", "memcg_vmscan_reclaim_stall_seconds_count"},
+                             {"cgroup", cg},
+                             {"kind", kKinds[k]},
+                             {"instance", inst},
+                             {"job", job}});
       std::vector<uint64_t> counts(nb + 1, 0);
       std::vector<std::vector<double>> rows(nb + 1, std::vector<double>(n));
       std::vector<double> sums(n), totals(n);
@@ -140,12 +154,14 @@ size_t generate(const Options& o, MemoryStorage& st) {
           sum_s += d;
         }
         uint64_t run = 0;
-        for (size_t b = 0; b <= nb; ++b) rows[b][i] = static_cast<double>(run += counts[b]);
+        for (size_t b = 0; b <= nb; ++b)
+          rows[b][i] = static_cast<double>(run += counts[b]);
         sums[i] = sum_s;
         totals[i] = static_cast<double>(total);
       }
       for (size_t b = 0; b <= nb; ++b) {
-        for (int64_t i = 0; i < n; ++i) st.append(bucket_labels[b], kT0 + i * 1000, rows[b][i]);
+        for (int64_t i = 0; i < n; ++i)
+          st.append(bucket_labels[b], kT0 + i * 1000, rows[b][i]);
       }
       for (int64_t i = 0; i < n; ++i) {
         st.append(sum_l, kT0 + i * 1000, sums[i]);
@@ -153,13 +169,26 @@ size_t generate(const Options& o, MemoryStorage& st) {
       }
       samples += (nb + 3) * static_cast<size_t>(n);
     }
-    Labels fail_l = lbls({{"__name__", "memcg_memory_failcnt_total"}, {"cgroup", cg}, {"instance", inst}, {"job", job}});
-    Labels usage_l = lbls({{"__name__", "memcg_memory_usage_bytes"}, {"cgroup", cg}, {"instance", inst}, {"job", job}});
-    Labels limit_l = lbls({{"__name__", "memcg_memory_limit_bytes"}, {"cgroup", cg}, {"instance", inst}, {"job", job}});
-    const double limit = rng.uniform() < 0.1 ? INFINITY : std::ldexp(1.0 + std::floor(rng.uniform() * 64), 26);
+    Labels fail_l = lbls({{"__name__", "memcg_memory_failcnt_total"},
+                          {"cgroup", cg},
+                          {"instance", inst},
+                          {"job", job}});
+    Labels usage_l = lbls({{"__name__", "memcg_memory_usage_bytes"},
+                           {"cgroup", cg},
+                           {"instance", inst},
+                           {"job", job}});
+    Labels limit_l = lbls({{"__name__", "memcg_memory_limit_bytes"},
+                           {"cgroup", cg},
+                           {"instance", inst},
+                           {"job", job}});
+    const double limit = rng.uniform() < 0.1
+                             ? INFINITY
+                             : std::ldexp(1.0 + std::floor(rng.uniform() * 64), 26);
     double usage = std::isinf(limit) ? std::ldexp(1.0, 30) : limit * 0.6;
     double fail = 0;
-    const double fail_rate = busy > 1 ? 30 * rng.uniform() : rng.uniform() < 0.3 ? rng.uniform() : 0;
+    const double fail_rate = busy > 1              ? 30 * rng.uniform()
+                             : rng.uniform() < 0.3 ? rng.uniform()
+                                                   : 0;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = kT0 + i * 1000;
       fail += std::floor(fail_rate * 2 * rng.uniform());
@@ -220,7 +249,8 @@ bool parseUrl(const std::string& u, Url& out) {
   const std::string p = "http://";
   if (u.rfind(p, 0) != 0) return false;
   size_t colon = u.find(':', p.size()), slash = u.find('/', p.size());
-  if (colon == std::string::npos || slash == std::string::npos || colon > slash) return false;
+  if (colon == std::string::npos || slash == std::string::npos || colon > slash)
+    return false;
   out.host = u.substr(p.size(), colon - p.size());
   out.port = std::atoi(u.substr(colon + 1, slash - colon - 1).c_str());
   out.path = u.substr(slash);
@@ -239,10 +269,12 @@ int httpPost(const Url& url, const std::string& body, std::string& response) {
     ::close(fd);
     return 0;
   }
-  std::string req = "POST " + url.path + " HTTP/1.1\r\nHost: " + url.host +
-                    "\r\nContent-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n"
-                    "X-Prometheus-Remote-Write-Version: 0.1.0\r\nConnection: close\r\n"
-                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  std::string req =
+      "POST " + url.path + " HTTP/1.1\r\nHost: " + url.host +
+      "\r\nContent-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n"
+      "X-Prometheus-Remote-Write-Version: 0.1.0\r\nConnection: close\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
   req += body;
   for (size_t off = 0; off < req.size();) {
     ssize_t w = ::write(fd, req.data() + off, req.size() - off);
@@ -254,10 +286,12 @@ int httpPost(const Url& url, const std::string& body, std::string& response) {
   }
   response.clear();
   char buf[4096];
-  for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;) response.append(buf, static_cast<size_t>(r));
+  for (ssize_t r; (r = ::read(fd, buf, sizeof buf)) > 0;)
+    response.append(buf, static_cast<size_t>(r));
   ::close(fd);
   int code = 0;
-  if (response.rfind("HTTP/1.", 0) == 0 && response.size() > 12) code = std::atoi(response.c_str() + 9);
+  if (response.rfind("HTTP/1.", 0) == 0 && response.size() > 12)
+    code = std::atoi(response.c_str() + 9);
   return code;
 }
 
@@ -265,7 +299,8 @@ int httpPost(const Url& url, const std::string& body, std::string& response) {
 bool remoteWrite(const Options& o, const MemoryStorage& st) {
   Url url;
   if (!parseUrl(o.remote_write, url)) {
-    std::fprintf(stderr, "promql_bench: bad --remote-write URL %s\n", o.remote_write.c_str());
+    std::fprintf(stderr, "promql_bench: bad --remote-write URL %s\n",
+                 o.remote_write.c_str());
     return false;
   }
   const int64_t end = kT0 + int64_t{o.minutes} * 60'000;
@@ -300,7 +335,8 @@ bool remoteWrite(const Options& o, const MemoryStorage& st) {
     std::string resp;
     int code = httpPost(url, snappyLiterals(msg), resp);
     if (code < 200 || code >= 300) {
-      std::fprintf(stderr, "promql_bench: remote write failed (%d): %.300s\n", code, resp.c_str());
+      std::fprintf(stderr, "promql_bench: remote write failed (%d): %.300s\n", code,
+                   resp.c_str());
       return false;
     }
   }
@@ -336,16 +372,25 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--cgroups") o.cgroups = std::atoi(val().c_str());
-    else if (a == "--minutes") o.minutes = std::atoi(val().c_str());
-    else if (a == "--kinds") o.kinds = std::clamp(std::atoi(val().c_str()), 1, 4);
-    else if (a == "--runs") o.runs = std::max(1, std::atoi(val().c_str()));
-    else if (a == "--remote-write") o.remote_write = val();
-    else if (a == "--results") o.results = val();
-    else if (a == "--interleave") o.interleave = true;
+    if (a == "--cgroups")
+      o.cgroups = std::atoi(val().c_str());
+    else if (a == "--minutes")
+      o.minutes = std::atoi(val().c_str());
+    else if (a == "--kinds")
+      o.kinds = std::clamp(std::atoi(val().c_str()), 1, 4);
+    else if (a == "--runs")
+      o.runs = std::max(1, std::atoi(val().c_str()));
+    else if (a == "--remote-write")
+      o.remote_write = val();
+    else if (a == "--results")
+      o.results = val();
+    else if (a == "--interleave")
+      o.interleave = true;
     else {
-      std::fprintf(stderr, "usage: promql_bench [--cgroups N] [--minutes M] [--kinds K] [--runs R] "
-                           "[--remote-write URL] [--results FILE] [--interleave]\n");
+      std::fprintf(
+          stderr,
+          "usage: promql_bench [--cgroups N] [--minutes M] [--kinds K] [--runs R] "
+          "[--remote-write URL] [--results FILE] [--interleave]\n");
       return 2;
     }
   }
@@ -354,19 +399,23 @@ int main(int argc, char** argv) {
   size_t samples = generate(o, st);
   double gen_s = std::chrono::duration<double>(Clock::now() - g0).count();
   const int64_t end = kT0 + int64_t{o.minutes} * 60'000;
-  std::printf("{\"data\": {\"series\": %zu, \"samples\": %zu, \"t0_ms\": %lld, \"end_ms\": %lld, "
-              "\"generate_s\": %.2f}}\n",
-              st.seriesCount(), samples, static_cast<long long>(kT0), static_cast<long long>(end), gen_s);
+  std::printf(
+      "{\"data\": {\"series\": %zu, \"samples\": %zu, \"t0_ms\": %lld, \"end_ms\": %lld, "
+      "\"generate_s\": %.2f}}\n",
+      st.seriesCount(), samples, static_cast<long long>(kT0), static_cast<long long>(end),
+      gen_s);
   std::fflush(stdout);
   if (!o.remote_write.empty()) {
     auto w0 = Clock::now();
     if (!remoteWrite(o, st)) return 1;
-    std::printf("{\"remote_write_s\": %.2f}\n", std::chrono::duration<double>(Clock::now() - w0).count());
+    std::printf("{\"remote_write_s\": %.2f}\n",
+                std::chrono::duration<double>(Clock::now() - w0).count());
     std::fflush(stdout);
   }
   std::ofstream results;
   if (!o.results.empty()) results.open(o.results);
-  // The range: the last 14 minutes at 15 s (the first minute only fills the [1m] windows).
+  // The range: the last 14 minutes at 15 s (the first minute only fills the [1m]
+  // windows).
   const int64_t rstart = kT0 + 60'000, rstep = 15'000;
   const Engine engine;
   for (const auto& q : kQueries) {
@@ -375,8 +424,9 @@ int main(int argc, char** argv) {
       QueryResult answer;
       const char* kname = kind == 0 ? "instant" : "range";
       if (o.interleave) {
-        std::printf("{\"next\": {\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\"}}\n", q.name,
-                    jsonEscape(q.expr).c_str(), kname);
+        std::printf(
+            "{\"next\": {\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\"}}\n",
+            q.name, jsonEscape(q.expr).c_str(), kname);
         std::fflush(stdout);
       }
       for (int r = 0; r < o.runs; ++r) {
@@ -389,14 +439,17 @@ int main(int argc, char** argv) {
         auto t0 = Clock::now();
         auto expr = parseExpr(q.expr);
         if (!expr) {
-          std::fprintf(stderr, "promql_bench: %s: %s\n", q.expr, expr.error().detail.c_str());
+          std::fprintf(stderr, "promql_bench: %s: %s\n", q.expr,
+                       expr.error().detail.c_str());
           return 1;
         }
         auto res = kind == 0 ? engine.instantQuery(st, **expr, end)
                              : engine.rangeQuery(st, **expr, rstart, end, rstep);
-        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         if (!res) {
-          std::fprintf(stderr, "promql_bench: %s: %s\n", q.expr, res.error().detail.c_str());
+          std::fprintf(stderr, "promql_bench: %s: %s\n", q.expr,
+                       res.error().detail.c_str());
           return 1;
         }
         answer = std::move(*res);
@@ -407,10 +460,11 @@ int main(int argc, char** argv) {
       }
       size_t points = 0;
       for (const auto& s : answer.series) points += s.points.size();
-      std::printf("{\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\", \"runs\": %d, "
-                  "\"median_ms\": %.3f, \"min_ms\": %.3f, \"series\": %zu, \"points\": %zu}\n",
-                  q.name, jsonEscape(q.expr).c_str(), kname, o.runs, median(ms),
-                  *std::min_element(ms.begin(), ms.end()), answer.series.size(), points);
+      std::printf(
+          "{\"query\": \"%s\", \"expr\": \"%s\", \"kind\": \"%s\", \"runs\": %d, "
+          "\"median_ms\": %.3f, \"min_ms\": %.3f, \"series\": %zu, \"points\": %zu}\n",
+          q.name, jsonEscape(q.expr).c_str(), kname, o.runs, median(ms),
+          *std::min_element(ms.begin(), ms.end()), answer.series.size(), points);
       std::fflush(stdout);
       if (results.is_open()) {
         // One line per series: query, kind, labels, then t=v pairs (for the cross-check).

@@ -8,7 +8,7 @@ set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev)
-test=(prometheus curl)
+test=(prometheus curl jq python3)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

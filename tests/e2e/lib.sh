@@ -37,7 +37,7 @@ settled_scrape() {  # settled_scrape URL REGEX SECONDS: prints the matching line
   local deadline=$((SECONDS + $3)) a b
   a=$(curl -fsS "$1" | grep -E "$2")
   while :; do
-    sleep 0.3
+    sleep 0.5  # over two polls of the trace reader (200 ms)
     b=$(curl -fsS "$1" | grep -E "$2")
     [ "$a" = "$b" ] && { echo "$b"; return 0; }
     [ $SECONDS -ge $deadline ] && { echo "$b"; return 1; }

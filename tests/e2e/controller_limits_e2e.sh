@@ -59,13 +59,20 @@ mkcg() {  # mkcg NAME LIMIT -> the directory
 MiB=$((1 << 20))
 echo "s3cret-token" > "$tmp/token"
 start_exporter() {  # start_exporter LOG ARGS...: sets $port and $url
-  local log=$1; shift
-  port=$(free_port)
-  "$exporter" --web.listen-address="127.0.0.1:$port" --cgroup.include="/|$base.*" \
-    --no-collector.vmscan "$@" 2>"$log" &
-  pids+=($!)
-  url="http://127.0.0.1:$port"
-  wait_http "$url/-/ready" 20
+  local log=$1 try; shift
+  for try in 1 2 3; do  # another process may take the free port first
+    port=$(free_port)
+    "$exporter" --web.listen-address="127.0.0.1:$port" --cgroup.include="/|$base.*" \
+      --no-collector.vmscan "$@" 2>"$log" &
+    pids+=($!)
+    url="http://127.0.0.1:$port"
+    wait_http "$url/-/ready" 20 && return 0
+    grep -q 'cannot listen' "$log" || return 1
+    # It exited (reaped here, so its pid is never signalled again): try another port.
+    wait "${pids[-1]}" 2>/dev/null
+    unset 'pids[-1]'
+  done
+  return 1
 }
 stop_exporter() {
   local p=${pids[-1]}

@@ -55,13 +55,20 @@ cleanup() {
 trap cleanup EXIT
 
 start() {  # start NAME ARGS...: exporter on a free port; sets $url and $epid; log in $tmp/NAME.log
-  local name=$1; shift
-  port=$(free_port)
-  "$exporter" --web.listen-address="127.0.0.1:$port" "$@" 2>"$tmp/$name.log" &
-  epid=$!
-  pids+=($epid)
-  url="http://127.0.0.1:$port"
-  wait_http "$url/-/healthy" 20
+  local name=$1 try; shift
+  for try in 1 2 3; do  # another process may take the free port first
+    port=$(free_port)
+    "$exporter" --web.listen-address="127.0.0.1:$port" "$@" 2>"$tmp/$name.log" &
+    epid=$!
+    pids+=($epid)
+    url="http://127.0.0.1:$port"
+    wait_http "$url/-/healthy" 20 && return 0
+    grep -q 'cannot listen' "$tmp/$name.log" || return 1
+    # It exited (reaped here, so its pid is never signalled again): try another port.
+    wait "${pids[-1]}" 2>/dev/null
+    unset 'pids[-1]'
+  done
+  return 1
 }
 stop() {
   kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null
@@ -101,6 +108,8 @@ check "/api/v1/delays without ?cgroup: 400" [ "$(code "$url/api/v1/delays")" = 4
 check "controller endpoints without the controller: 503" \
   [ "$(code -X POST --data '{}' "$url/api/v1/controller/protect")" = 503 ]
 check "controller state without the controller: 503" [ "$(code "$url/api/v1/controller/state")" = 503 ]
+check "/api/v1/reclaim/report without the vmscan collector: 503" [ "$(code "$url/api/v1/reclaim/report")" = 503 ]
+check "/api/v1/locks without the vmscan collector: 503" [ "$(code "$url/api/v1/locks")" = 503 ]
 stop
 
 cp -r "$fixtures/cgroupfs/v1" "$tmp/tree"

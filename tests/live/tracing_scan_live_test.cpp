@@ -18,6 +18,8 @@
 // noted for events of other tasks racing the reference's tracing_on=0.
 // Every comparison first requires that the reference saw the event (> 0, or
 // the minimum stated beside it): a 0 = 0 match proves nothing.
+// (The reader also looks up 2048 names that do not exist first: negative
+// dentries charged to its memcg, so memcg reclaim calls the dentry shrinker.)
 //
 // mm_vmscan_write_folio: memcg (and direct) reclaim never writes dirty file
 // folios (only kswapd does, vmscan.c), so the file workload above cannot make
@@ -109,6 +111,16 @@ pid_t forkWorker(int& go, const char* comm, Fn fn) {
 }
 
 int streamWithReuse(const std::string& file, const std::string& memcg_dir) {
+  // 2048 negative dentries charged to this memcg (lookups of names that do
+  // not exist; nothing to clean up): the dentry shrinker then has objects of
+  // this memcg, so its reclaim calls it (mm_shrink_slab_*). Without them the
+  // memcg may own no shrinkable slab and shrink_slab is never called for it.
+  struct stat st {};
+  for (int i = 0; i < 2048; ++i) {
+    const std::string neg = "/var/tmp/memcg_exporter_test_neg_" + std::to_string(::getpid()) +
+                            "_" + std::to_string(i);
+    (void)::stat(neg.c_str(), &st);
+  }
   int fd = ::open(file.c_str(), O_RDONLY);
   if (fd < 0) return 3;
   static char buf[1 << 20];

@@ -16,13 +16,19 @@
 #    most the step size (256 MiB) and at least one was clamped to it, the
 #    limit never goes below the floor (16 MiB), actions <= 8 per episode,
 #    reclaimed bytes per second within the cap (8 GiB/s), and the CPU/rate
-#    throttle counted when the budget ran out.
+#    throttle series exported (they stay 0 here: see below). Then a target
+#    margin that would take usage to 4 MiB: the nudge stops at the floor
+#    (16 MiB) exactly.
 # 4. A protected cgroup removed: the protection is dropped (state, metrics,
 #    audit "cgroup removed") and the journal keeps nothing for it.
 #
 # The step, floor, cooldown, nudges per episode, CPU budget and bytes/s cap
 # have no command-line flags (controller/options.h defaults), so the limits
-# asserted are the defaults.
+# asserted are the defaults. The CPU budget (0.5 s of worker CPU per second)
+# and the 8 GiB/s cap are not reached on this kind of machine (measured: 0.14 s
+# of controller CPU and at most ~2 GB reclaimed in any second for 24 GiB
+# streamed), so the throttle counters are printed and checked for presence;
+# asserting throttled_total > 0 needs flags to lower those budgets.
 #
 # usage: controller_limits_e2e.sh path/to/memcg_exporter
 set -uo pipefail
@@ -163,7 +169,7 @@ n=$(pairs | wc -l)
 echo "live: $n nudges in the audit log"
 check "live: the controller acted (nudges >= 20): $n" [ "$n" -ge 20 ]
 max_req=$(pairs | jq -s 'map(.requested_bytes) | max')
-min_low=$(pairs | jq -s 'map(.lowered_limit) | min')
+min_low=$(pairs | jq -s 'map(select(.result=="ok" or .result=="partial") | .lowered_limit) | min')
 echo "live: largest nudge requested $max_req bytes; lowest limit written $min_low bytes"
 check "live: no nudge above the step (256 MiB): $max_req" [ "$max_req" -le $((256 * MiB)) ]
 check "live: the step clamped a larger need (a nudge of exactly 256 MiB)" [ "$max_req" -eq $((256 * MiB)) ]
@@ -195,6 +201,23 @@ check "live: both throttle series exported" bash -c "[ -n '$thr_cpu' ] && [ -n '
 check "live: limit restored after the stream" [ "$(cat "$live/memory.limit_in_bytes")" = $((1024 * MiB)) ]
 check "live: unprotect 200" [ "$(post unprotect '{"cgroup":"'${live#$mem}'"}')" = 200 ]
 
+# The floor: a target margin that would take usage to 4 MiB; the nudge stops
+# at the floor (16 MiB) exactly.
+floor=$(mkcg _floor $((64 * MiB)))
+check "floor: protect 200" [ "$(post protect '{"cgroup":"'${floor#$mem}'","start_margin_bytes":8388608,"target_margin_bytes":62914560}')" = 200 ]
+head -c $((60 * MiB)) /dev/zero > "$tmp/fill60"
+fill "$floor" "$tmp/fill60"
+floor_nudged() {
+  jq -s -e "map(select(.event==\"reclaim\" and .cgroup==\"${floor#$mem}\" and .result==\"ok\")) | length > 0" \
+    "$tmp/live_audit.jsonl" >/dev/null
+}
+check "floor: the controller nudged it" poll_until 20 floor_nudged
+floor_low=$(jq -s "map(select(.event==\"reclaim\" and .cgroup==\"${floor#$mem}\" and .result==\"ok\") | .lowered_limit) | min" "$tmp/live_audit.jsonl")
+echo "floor: lowest limit written $floor_low bytes (usage $(cat "$floor/memory.usage_in_bytes"))"
+check "floor: the nudge stops at the floor, 16 MiB exactly: $floor_low" [ "$floor_low" = $((16 * MiB)) ]
+check "floor: unprotect 200" [ "$(post unprotect '{"cgroup":"'${floor#$mem}'"}')" = 200 ]
+check "floor: limit restored" [ "$(cat "$floor/memory.limit_in_bytes")" = $((64 * MiB)) ]
+
 # --- 4. a protected cgroup removed --------------------------------------------
 check "gone: protect 200" [ "$(post protect '{"cgroup":"'${gone#$mem}'","start_margin_bytes":67108864,"target_margin_bytes":134217728}')" = 200 ]
 head -c $((512 * MiB)) /dev/zero > "$tmp/fill512"
@@ -212,7 +235,7 @@ check "gone: the state API drops the protection" poll_until 20 absent
 check "gone: memcg_controller_protected_cgroups 0" poll_until 10 bash -c \
   "curl -fsS $url/metrics | grep -qx 'memcg_controller_protected_cgroups 0'"
 check "gone: audit says unprotect reason cgroup removed" bash -c \
-  "jq -e 'select(.event==\"unprotect\" and .cgroup==\"${gone#$mem}\" and .reason==\"cgroup removed\")' '$tmp/live_audit.jsonl' >/dev/null"
+  "jq -s -e 'map(select(.event==\"unprotect\" and .cgroup==\"${gone#$mem}\" and .reason==\"cgroup removed\")) | length == 1' '$tmp/live_audit.jsonl' >/dev/null"
 check "gone: state journal pending 0: $(state | jq '.journal.pending')" [ "$(state | jq '.journal.pending')" = 0 ]
 # Every "lower" of the journal file has its "clear".
 open_seqs=$(python3 - "$tmp/live.journal" <<'PY'

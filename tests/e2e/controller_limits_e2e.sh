@@ -58,9 +58,9 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkcg() {  # mkcg NAME LIMIT -> the directory
-  local d="$mem$base$1"
-  mkdir "$d" && echo "$2" > "$d/memory.limit_in_bytes" && cgs+=("$d") && echo "$d"
+mkcg() {  # mkcg VAR NAME LIMIT: creates the cgroup, its directory in $VAR (not in a subshell:
+  local d="$mem$base$2"  # cgs must keep it for the cleanup)
+  mkdir "$d" && cgs+=("$d") && echo "$3" > "$d/memory.limit_in_bytes" && printf -v "$1" '%s' "$d"
 }
 MiB=$((1 << 20))
 echo "s3cret-token" > "$tmp/token"
@@ -98,7 +98,7 @@ fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV
 }
 
 # --- 1. journal replay, controller off ---------------------------------------
-a=$(mkcg _replay_a $((256 * MiB))); b=$(mkcg _replay_b $((256 * MiB)))
+mkcg a _replay_a $((256 * MiB)); mkcg b _replay_b $((256 * MiB))
 now_ms=$(($(date +%s%N) / 1000000))
 jline() {  # jline SEQ DIR
   printf '{"op":"lower","seq":%d,"cgroup":"%s","dir":"%s","inode":%d,"original":%d,"original_unlimited":false,"lowered":%d,"ts_ms":%d}\n' \
@@ -129,7 +129,7 @@ check "replay: no controller metrics without --controller.enable" bash -c \
 stop_exporter
 
 # --- 2. cooldown (dry-run: max(cooldown, 1 s) after each episode) ------------
-dry=$(mkcg _dry $((64 * MiB)))
+mkcg dry _dry $((64 * MiB))
 head -c $((56 * MiB)) /dev/zero > "$tmp/fill56"
 fill "$dry" "$tmp/fill56"
 check "dry-run: exporter ready" start_exporter "$tmp/dry.log" --controller.enable --controller.dry-run \
@@ -155,8 +155,8 @@ check "dry-run: memcg_controller_dry_run_actions_total counts them (${n_dry:-non
 stop_exporter
 
 # --- 3. step, floor, nudges per episode, bytes/s, throttle --------------------
-live=$(mkcg _live $((1024 * MiB)))
-gone=$(mkcg _gone $((256 * MiB)))
+mkcg live _live $((1024 * MiB))
+mkcg gone _gone $((256 * MiB))
 truncate -s 24G "$tmp/sparse"   # reads of holes: page cache at memory speed
 check "live: exporter ready" start_exporter "$tmp/live.log" --controller.enable \
   --controller.allow="$base.*" --controller.token-file="$tmp/token" \
@@ -203,7 +203,7 @@ check "live: unprotect 200" [ "$(post unprotect '{"cgroup":"'${live#$mem}'"}')" 
 
 # The floor: a target margin that would take usage to 4 MiB; the nudge stops
 # at the floor (16 MiB) exactly.
-floor=$(mkcg _floor $((64 * MiB)))
+mkcg floor _floor $((64 * MiB))
 check "floor: protect 200" [ "$(post protect '{"cgroup":"'${floor#$mem}'","start_margin_bytes":8388608,"target_margin_bytes":62914560}')" = 200 ]
 head -c $((60 * MiB)) /dev/zero > "$tmp/fill60"
 fill "$floor" "$tmp/fill60"

@@ -43,6 +43,8 @@ cgs=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  # Children the vanish loop may have left when the script was cut short.
+  for d in "$mem$base"/v* "$mem$base"/t*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
   for ((i = ${#cgs[@]} - 1; i >= 0; i--)); do
     d=${cgs[$i]}
     [ -d "$d" ] || continue

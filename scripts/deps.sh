@@ -15,7 +15,7 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libciv
 # (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
 # validator, installed into the build tree) come with this machine kind's image; Debian's
 # npm package conflicts with that nodejs, so they are only installed when missing.
-test=(prometheus curl docker-compose yamllint prometheus-alertmanager python3
+test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       python3-yaml python3-snappy dpkg-dev binutils systemd)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)

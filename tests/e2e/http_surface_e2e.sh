@@ -154,7 +154,7 @@ check "--cgroup.limit=2: 2 exported, the rest dropped (>= 1; the walk stops at t
 check "--collector.disable-defaults --collector.memory_usage: only memory_usage runs" bash -c \
   "[ \"\$(grep -o '^memcg_exporter_collector_success{collector=\"[a-z_]*\"' $tmp/limit.prom | tr '\n' ' ')\" = 'memcg_exporter_collector_success{collector=\"memory_usage\" ' ]"
 check "default: no kmem/kmem.tcp usage, peak or limit; memsw (swap accounting) and kmem failcnt kept" bash -c \
-  "! grep -qE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes' $tmp/limit.prom && grep -q '^memcg_memsw_usage_bytes{cgroup=\"/web\"}' $tmp/limit.prom"
+  "! grep -qE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes' $tmp/limit.prom && grep -q '^memcg_memsw_usage_bytes{cgroup=\"/\"}' $tmp/limit.prom"
 stop
 check "--collector.memory_usage.kmem: exporter up" start kmem --path.cgroupfs="$tmp/tree" \
   --path.procfs="$fixtures/procfs" --no-collector.vmscan \

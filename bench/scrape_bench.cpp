@@ -1,30 +1,40 @@
-// Scrape cost at 1,000 cgroups, side by side in one run (issue 2):
-//   - memcg_exporter over HTTP, plain and gzip-requested (median, p99, bytes,
-//     series, exporter CPU per scrape, RSS);
-//   - the floor: a minimal loop reading the same files through kept-open fds
-//     with pread at offset 0;
-//   - node_exporter with its defaults (Debian's prometheus-node-exporter);
-//   - in-process exposition: prometheus-cpp's TextSerializer vs ours, and
-//     gzip level 6 (the Exposer's) vs level 1.
+// Scrape cost from 1,000 to 10,000 cgroups, side by side in one run (issue 18):
+//   - memcg_exporter over HTTP, plain and gzip-requested: wall and CPU per
+//     scrape (the process's threads' schedstat, ns), series, bytes, RSS, and
+//     the descriptors it keeps per cgroup;
+//   - the floor: one loop pread()ing, through kept-open fds, the files of the
+//     exporter's default set (README "Performance"), and the 8 files the
+//     reclaim view needs, interleaved with the scrapes run by run;
+//   - the discovery walk, in process (off the scrape path since issue 18);
+//   - node_exporter with its defaults (Debian's prometheus-node-exporter):
+//     its cost per series.
+// The exporter runs with its default collectors but vmscan (the tracer reads
+// no cgroup file; its idle reader thread would blur the per-scrape CPU, and it
+// would need a tracefs instance of its own).
 //
-// usage: scrape_bench path/to/memcg_exporter [cgroups=1000] [runs=40]
-// Needs root and cgroup v1 memory. Creates memcg_exporter_bench_<pid>/cgNNNN
-// and removes them on exit (also on SIGINT/SIGTERM).
+// usage: scrape_bench path/to/memcg_exporter [counts=1000,10000] [runs=21]
+// Needs root and cgroup v1 memory. Creates
+// /sys/fs/cgroup/memory/memcg_exporter_test_scale_bench_<pid>_<count>/cgNNNNN
+// (empty memcgs) and removes them after each count, on exit and on
+// SIGINT/SIGTERM.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <prometheus/text_serializer.h>
-
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -35,32 +45,42 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 #include "collectors/cgroupfs/file_names.h"
 #include "collectors/discovery.h"
-#include "collectors/registry.h"
-#include "exporter/http_server.h"
-#include "exporter/scraper.h"
-#include "metrics/text_format.h"
 
 using namespace memcg;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
+constexpr const char* kV1Root = "/sys/fs/cgroup/memory";
+
 std::string gBase;
 int gCount = 0;
 std::vector<pid_t> gChildren;
+
+void removeTree() {
+  if (gBase.empty()) return;
+  char name[64];
+  int failed = 0;
+  for (int i = 0; i < gCount; ++i) {
+    std::snprintf(name, sizeof name, "/cg%05d", i);
+    failed += ::rmdir((gBase + name).c_str()) != 0 && errno != ENOENT;
+  }
+  failed += ::rmdir(gBase.c_str()) != 0;
+  if (failed) std::fprintf(stderr, "%s: %d rmdir failures\n", gBase.c_str(), failed);
+  gBase.clear();
+}
+
+double threadCpuMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 void cleanup() {
   for (pid_t p : gChildren) ::kill(p, SIGTERM);
   for (pid_t p : gChildren) ::waitpid(p, nullptr, 0);
   gChildren.clear();
-  if (gBase.empty()) return;
-  char name[64];
-  for (int i = 0; i < gCount; ++i) {
-    std::snprintf(name, sizeof name, "/cg%04d", i);
-    ::rmdir((gBase + name).c_str());
-  }
-  ::rmdir(gBase.c_str());
-  gBase.clear();
+  removeTree();
 }
 
 void onSignal(int) {
@@ -70,10 +90,10 @@ void onSignal(int) {
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double pct(std::vector<double> v, double p) {
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(std::ceil(p * v.size())) - 1);
-  return v[i];
+  return v[v.size() / 2];
 }
 
 struct Http {
@@ -88,8 +108,11 @@ Http get(int port, const std::string& path, bool gzip) {
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != ECONNREFUSED) {  // (refused: waitUp() polling a server coming up)
+      std::fprintf(stderr, "GET 127.0.0.1:%d%s: %s\n", port, path.c_str(), std::strerror(errno));
+    }
+    if (fd >= 0) ::close(fd);
     return r;
   }
   std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
@@ -122,9 +145,11 @@ int freePort() {
 pid_t spawn(std::vector<std::string> argv) {
   pid_t p = ::fork();
   if (p == 0) {
-    int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
+    // SCRAPE_BENCH_LOG=file keeps the children's output (debugging a run).
+    const char* log = std::getenv("SCRAPE_BENCH_LOG");
+    int out = log ? ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : ::open("/dev/null", O_WRONLY);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);
@@ -142,35 +167,45 @@ void stopChild(pid_t p) {
 }
 
 bool waitUp(int port) {
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 300; ++i) {
     if (get(port, "/metrics", false).ok) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
 }
 
-double cpuSeconds(pid_t p) {
-  std::ifstream f("/proc/" + std::to_string(p) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(f)), {});
-  size_t rp = s.rfind(')');
-  std::istringstream in(s.substr(rp + 2));
-  std::string tok;
-  unsigned long long ut = 0, st = 0;
-  for (int i = 3; i <= 15; ++i) {
-    in >> tok;
-    if (i == 14) ut = std::stoull(tok);
-    if (i == 15) st = std::stoull(tok);
+/// CPU time of all of a process's threads, ns (schedstat's first field).
+double cpuNs(pid_t p) {
+  const std::string dir = "/proc/" + std::to_string(p) + "/task";
+  double total = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return NAN;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(dir + "/" + e->d_name + "/schedstat");
+    double ns = 0;
+    if (f >> ns) total += ns;
   }
-  return static_cast<double>(ut + st) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  ::closedir(d);
+  return total;
 }
 
-long rssKiB(pid_t p, const char* key) {
+long statusKiB(pid_t p, const char* key) {
   std::ifstream f("/proc/" + std::to_string(p) + "/status");
   std::string line;
   while (std::getline(f, line)) {
     if (line.rfind(key, 0) == 0) return std::stol(line.substr(std::strlen(key)));
   }
   return -1;
+}
+
+size_t fdCount(pid_t p) {
+  size_t n = 0;
+  DIR* d = ::opendir(("/proc/" + std::to_string(p) + "/fd").c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
 }
 
 size_t seriesOf(const std::string& text) {
@@ -183,219 +218,361 @@ size_t seriesOf(const std::string& text) {
   return n;
 }
 
-struct Series {
-  std::vector<double> ms;
-  size_t bytes = 0;
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+using cgroupfs::FileId;
+
+/// The v1 files the exporter reads per cgroup by default (README
+/// "Performance"); memsw only where swap accounting is on.
+std::vector<FileId> defaultFiles(bool memsw) {
+  std::vector<FileId> f = {FileId::kMemoryStat,  FileId::kV1Usage,       FileId::kV1Limit,
+                           FileId::kV1MaxUsage,  FileId::kV1SoftLimit,   FileId::kV1Failcnt,
+                           FileId::kV1KmemFailcnt, FileId::kV1KmemTcpFailcnt,
+                           FileId::kV1OomControl};
+  if (memsw) {
+    for (FileId m : {FileId::kV1MemswUsage, FileId::kV1MemswLimit, FileId::kV1MemswMaxUsage,
+                     FileId::kV1MemswFailcnt}) {
+      f.push_back(m);
+    }
+  }
+  return f;
+}
+
+/// The 8 files the reclaim view needs (issue 18).
+const std::vector<FileId> kReclaimView = {
+    FileId::kMemoryStat, FileId::kV1Usage,       FileId::kV1Limit,        FileId::kV1MaxUsage,
+    FileId::kV1Failcnt,  FileId::kV1SoftLimit,   FileId::kV1MemswFailcnt, FileId::kV1KmemFailcnt};
+
+/// pread() at offset 0 through kept-open descriptors, timed; the files are
+/// opened (and warmed by one untimed read) a chunk of cgroups at a time, so
+/// 10,000 cgroups fit a process's RLIMIT_NOFILE (20,000 here).
+struct Floor {
+  std::string base;
+  int count = 0;
+  std::vector<FileId> files;
+  int chunk = 1000;
+  std::vector<char> buf = std::vector<char>(65536);
+
+  double cpuMs = 0;  ///< CPU of the last pass's timed reads
+  double pass() {
+    double total = 0;
+    cpuMs = 0;
+    std::vector<int> fds;
+    char name[64];
+    for (int c0 = 0; c0 < count; c0 += chunk) {
+      fds.clear();
+      for (int i = c0; i < std::min(count, c0 + chunk); ++i) {
+        std::snprintf(name, sizeof name, "/cg%05d/", i);
+        for (FileId f : files) {
+          int fd = ::open((base + name + std::string(cgroupfs::fileName(f))).c_str(),
+                          O_RDONLY | O_CLOEXEC);
+          if (fd >= 0) fds.push_back(fd);
+        }
+      }
+      for (int fd : fds) (void)!::pread(fd, buf.data(), buf.size(), 0);
+      auto a = Clock::now();
+      const double c = threadCpuMs();
+      for (int fd : fds) (void)!::pread(fd, buf.data(), buf.size(), 0);
+      cpuMs += threadCpuMs() - c;
+      total += ms(Clock::now() - a);
+      for (int fd : fds) ::close(fd);
+    }
+    return total;
+  }
 };
+
+struct Row {
+  int cgroups = 0;
+  size_t filesPerCgroup = 0;
+  double floorMs = NAN, floor8Ms = NAN, floorCpuMs = NAN, floor8CpuMs = NAN;
+  double plainMs = NAN, plainCpuMs = NAN, gzMs = NAN, gzCpuMs = NAN;
+  double walkMs = NAN;
+  size_t series = 0, perCgroup = 0, bytes = 0, gzBytes = 0;
+  double fdsPerCgroup = 0;
+  long rssKiB = 0, hwmKiB = 0;
+  int errors = 0;
+  bool ok = false;
+};
+
+Row measure(const std::string& exporter, int count, int runs) {
+  Row row;
+  row.cgroups = count;
+  gCount = count;
+  gBase = std::string(kV1Root) + "/memcg_exporter_test_scale_bench_" +
+          std::to_string(::getpid()) + "_" + std::to_string(count);
+  if (::mkdir(gBase.c_str(), 0755) != 0) {
+    std::perror(("mkdir " + gBase).c_str());
+    gBase.clear();
+    return row;
+  }
+  char name[64];
+  auto t0 = Clock::now();
+  for (int i = 0; i < count; ++i) {
+    std::snprintf(name, sizeof name, "/cg%05d", i);
+    if (::mkdir((gBase + name).c_str(), 0755) != 0) {
+      std::perror("mkdir");
+      gCount = i;
+      removeTree();
+      return row;
+    }
+  }
+  std::fprintf(stderr, "created %d memcgs in %.0f ms\n", count, ms(Clock::now() - t0));
+  const std::string label = gBase.substr(std::strlen(kV1Root));
+  const std::string include = label + "(/.*)?";
+  const bool memsw =
+      ::access((std::string(kV1Root) + "/memory.memsw.usage_in_bytes").c_str(), F_OK) == 0;
+
+  int port = freePort();
+  pid_t ex = spawn({exporter, "--web.listen-address=127.0.0.1:" + std::to_string(port),
+                    "--cgroup.include=" + include, "--cgroup.limit=" + std::to_string(count + 100),
+                    "--no-collector.vmscan", "--log.level=warn"});
+  if (!waitUp(port)) {
+    std::fprintf(stderr, "exporter did not come up\n");
+    stopChild(ex);
+    removeTree();
+    return row;
+  }
+  std::string sample;
+  for (int i = 0; i < 3; ++i) sample = get(port, "/metrics", false).body;  // warm up, open fds
+  (void)get(port, "/metrics", true);
+
+  const auto files = defaultFiles(memsw);
+  Floor floor{gBase, count, files};
+  Floor floor8{gBase, count, kReclaimView};
+  row.filesPerCgroup = files.size();
+
+  std::vector<double> floorMs, floorCpu, floor8Ms, floor8Cpu, plainMs, plainCpu, gzMs, gzCpu;
+  for (int r = 0; r < runs; ++r) {
+    // Interleaved run by run, so load drift hits all alike.
+    floorMs.push_back(floor.pass());
+    floorCpu.push_back(floor.cpuMs);
+    floor8Ms.push_back(floor8.pass());
+    floor8Cpu.push_back(floor8.cpuMs);
+    for (bool gz : {false, true}) {
+      double c0 = cpuNs(ex);
+      auto a = Clock::now();
+      auto res = get(port, "/metrics", gz);
+      double wall = ms(Clock::now() - a);
+      double cpu = (cpuNs(ex) - c0) / 1e6;
+      if (!res.ok) ++row.errors;
+      (gz ? gzMs : plainMs).push_back(wall);
+      (gz ? gzCpu : plainCpu).push_back(cpu);
+      (gz ? row.gzBytes : row.bytes) = res.body.size();
+      if (!gz && res.ok) sample = std::move(res.body);
+    }
+  }
+  row.rssKiB = statusKiB(ex, "VmRSS:");
+  row.hwmKiB = statusKiB(ex, "VmHWM:");
+  row.fdsPerCgroup = static_cast<double>(fdCount(ex)) / count;
+  stopChild(ex);
+
+  row.series = seriesOf(sample);
+  row.perCgroup = countOf(sample, "{cgroup=\"" + label + "/cg00000\"") +
+                  countOf(sample, "{cgroup=\"" + label + "/cg00000\",");
+  // A collector that failed its last scrape counts as an error too.
+  for (size_t p = sample.find("memcg_exporter_collector_success{"); p != std::string::npos;
+       p = sample.find("memcg_exporter_collector_success{", p + 1)) {
+    size_t e = sample.find('\n', p);
+    if (sample.compare(e - 2, 2, " 0") == 0) ++row.errors;
+  }
+
+  // The discovery walk, in process (the exporter does it every
+  // --cgroup.refresh-interval-ms, off the scrape path).
+  {
+    DiscoveryOptions o;
+    o.include = include;
+    o.limit = static_cast<size_t>(count) + 100;
+    Discovery disc(o);
+    std::vector<double> w;
+    for (int r = 0; r < std::max(5, runs / 2); ++r) {
+      auto a = Clock::now();
+      auto t = disc.refresh();
+      w.push_back(ms(Clock::now() - a));
+      if (!t.ok()) ++row.errors;
+    }
+    row.walkMs = median(w);
+  }
+
+  row.floorMs = median(floorMs);
+  row.floor8Ms = median(floor8Ms);
+  row.floorCpuMs = median(floorCpu);
+  row.floor8CpuMs = median(floor8Cpu);
+  row.plainMs = median(plainMs);
+  row.plainCpuMs = median(plainCpu);
+  row.gzMs = median(gzMs);
+  row.gzCpuMs = median(gzCpu);
+  row.ok = true;
+  auto r0 = Clock::now();
+  removeTree();
+  std::fprintf(stderr, "removed them in %.0f ms\n", ms(Clock::now() - r0));
+  return row;
+}
+
+struct NodeExporter {
+  double ms = NAN, cpuMs = NAN;
+  size_t series = 0;
+};
+
+NodeExporter nodeExporter(int runs) {
+  NodeExporter out;
+  if (::access("/usr/bin/prometheus-node-exporter", X_OK) != 0) return out;
+  int port = freePort();
+  pid_t ne = spawn({"/usr/bin/prometheus-node-exporter",
+                    "--web.listen-address=127.0.0.1:" + std::to_string(port)});
+  if (waitUp(port)) {
+    std::vector<double> v;
+    std::string body;
+    for (int i = 0; i < 3; ++i) body = get(port, "/metrics", false).body;
+    std::vector<double> cpu;
+    for (int i = 0; i < runs; ++i) {
+      double c0 = cpuNs(ne);
+      auto a = Clock::now();
+      body = get(port, "/metrics", false).body;
+      v.push_back(ms(Clock::now() - a));
+      cpu.push_back((cpuNs(ne) - c0) / 1e6);
+    }
+    out.ms = median(v);
+    out.cpuMs = median(cpu);
+    out.series = seriesOf(body);
+  }
+  stopChild(ne);
+  return out;
+}
+
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s path/to/memcg_exporter [cgroups] [runs]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s path/to/memcg_exporter [counts=1000,10000] [runs=21]\n",
+                 argv[0]);
     return 2;
   }
   const std::string exporter = argv[1];
-  gCount = argc > 2 ? std::atoi(argv[2]) : 1000;
-  const int runs = argc > 3 ? std::atoi(argv[3]) : 40;
-  if (::geteuid() != 0 || ::access("/sys/fs/cgroup/memory/memory.stat", F_OK) != 0) {
+  std::vector<int> counts;
+  {
+    std::istringstream in(argc > 2 ? argv[2] : "1000,10000");
+    std::string tok;
+    while (std::getline(in, tok, ',')) counts.push_back(std::atoi(tok.c_str()));
+  }
+  const int runs = argc > 3 ? std::atoi(argv[3]) : 21;
+  if (::geteuid() != 0 || ::access((std::string(kV1Root) + "/memory.stat").c_str(), F_OK) != 0) {
     std::printf("scrape_bench: SKIPPED: needs root and cgroup v1 memory\n");
-    return 0;
+    return 77;
   }
   signal(SIGINT, onSignal);
   signal(SIGTERM, onSignal);
   std::atexit(cleanup);
+  // The floors keep ~21 descriptors per cgroup open (210,000 at 10,000).
+  const long fdLimit = cgroupfs::raiseFdLimit();
+  std::fprintf(stderr, "RLIMIT_NOFILE %ld\n", fdLimit);
 
-  // 1,000 memcgs from this process (mkdir(2), no shell loop).
-  gBase = "/sys/fs/cgroup/memory/memcg_exporter_bench_" + std::to_string(::getpid());
-  ::mkdir(gBase.c_str(), 0755);
-  char name[64];
-  auto t0 = Clock::now();
-  for (int i = 0; i < gCount; ++i) {
-    std::snprintf(name, sizeof name, "/cg%04d", i);
-    if (::mkdir((gBase + name).c_str(), 0755) != 0) {
-      std::perror("mkdir");
-      return 1;
-    }
-  }
-  std::printf("created %d memcgs in %.0f ms\n", gCount, ms(Clock::now() - t0));
-  const std::string label = gBase.substr(std::strlen("/sys/fs/cgroup/memory"));
-  const std::string include = label + "(/.*)?";
+  const std::string loadBefore = loadavg();
+  std::vector<Row> rows;
+  for (int c : counts) rows.push_back(measure(exporter, c, runs));
+  const NodeExporter ne = nodeExporter(runs);
+  const std::string loadAfter = loadavg();
 
-  // --- memcg_exporter over HTTP, plain and gzip interleaved.
-  int port = freePort();
-  pid_t ex = spawn({exporter, "--web.listen-address=127.0.0.1:" + std::to_string(port),
-                    "--cgroup.include=" + include, "--cgroup.limit=100000", "--log.level=warn"});
-  if (!waitUp(port)) {
-    std::fprintf(stderr, "exporter did not come up\n");
-    return 1;
-  }
-  Series plain, gz;
-  std::string sample;
-  for (int i = 0; i < 3; ++i) sample = get(port, "/metrics", false).body;  // warm up
-  double cpu0 = cpuSeconds(ex);
-  for (int i = 0; i < runs; ++i) {
-    auto a = Clock::now();
-    auto r = get(port, "/metrics", false);
-    plain.ms.push_back(ms(Clock::now() - a));
-    plain.bytes = r.body.size();
-    a = Clock::now();
-    r = get(port, "/metrics", true);
-    gz.ms.push_back(ms(Clock::now() - a));
-    gz.bytes = r.body.size();
-  }
-  double cpuPerScrape = (cpuSeconds(ex) - cpu0) / (2.0 * runs) * 1e3;
-  long rss = rssKiB(ex, "VmRSS:"), hwm = rssKiB(ex, "VmHWM:");
-  stopChild(ex);
-  const size_t series = seriesOf(sample);
-  size_t cgSeries = 0;
-  {
-    std::istringstream in(sample);
-    std::string line;
-    std::string needle = "cgroup=\"" + label + "/cg0000\"";
-    while (std::getline(in, line)) {
-      if (line.find(needle) != std::string::npos && line.find("cg0000/") == std::string::npos) {
-        ++cgSeries;
-      }
-    }
-  }
+  std::printf("\nscrape_bench: empty v1 memcgs, default collectors but vmscan, %d runs each, "
+              "medians; exporter, floor and floor-8 interleaved run by run\n",
+              runs);
+  std::printf("loadavg before: %s; after: %s; %ld CPUs\n", loadBefore.c_str(), loadAfter.c_str(),
+              ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("\n| | %s |\n|---|", [&] {
+    std::string h;
+    for (const auto& r : rows) h += (h.empty() ? "" : " | ") + std::to_string(r.cgroups) + " cgroups";
+    return h;
+  }().c_str());
+  for (size_t i = 0; i < rows.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  auto line = [&](const std::string& what, auto fmt) {
+    std::printf("| %s |", what.c_str());
+    for (const auto& r : rows) std::printf(" %s |", r.ok ? fmt(r).c_str() : "failed");
+    std::printf("\n");
+  };
+  auto f2 = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return std::string(b);
+  };
+  line("files read per cgroup (default set)", [](const Row& r) { return std::to_string(r.filesPerCgroup); });
+  line("exporter fds kept per cgroup (RLIMIT_NOFILE " + std::to_string(fdLimit) + ")", [&](const Row& r) { return f2(r.fdsPerCgroup); });
+  line("floor: pread of the default set, wall ms", [&](const Row& r) { return f2(r.floorMs); });
+  line("floor: pread of the default set, CPU ms", [&](const Row& r) { return f2(r.floorCpuMs); });
+  line("floor: pread of the reclaim view's 8 files, wall ms", [&](const Row& r) { return f2(r.floor8Ms); });
+  line("floor: pread of the reclaim view's 8 files, CPU ms", [&](const Row& r) { return f2(r.floor8CpuMs); });
+  line("scrape wall, plain, ms", [&](const Row& r) { return f2(r.plainMs); });
+  line("scrape CPU, plain, ms", [&](const Row& r) { return f2(r.plainCpuMs); });
+  line("scrape wall, gzip, ms", [&](const Row& r) { return f2(r.gzMs); });
+  line("scrape CPU, gzip, ms", [&](const Row& r) { return f2(r.gzCpuMs); });
+  line("plain wall / floor", [&](const Row& r) { return f2(r.plainMs / r.floorMs); });
+  line("plain CPU / floor CPU", [&](const Row& r) { return f2(r.plainCpuMs / r.floorCpuMs); });
+  line("gzip CPU / floor CPU", [&](const Row& r) { return f2(r.gzCpuMs / r.floorCpuMs); });
+  line("gzip wall / floor", [&](const Row& r) { return f2(r.gzMs / r.floorMs); });
+  line("plain wall / floor of the 8 files", [&](const Row& r) { return f2(r.plainMs / r.floor8Ms); });
+  line("plain CPU / floor CPU of the 8 files", [&](const Row& r) { return f2(r.plainCpuMs / r.floor8CpuMs); });
+  line("discovery walk (every 5 s, off the scrape path), ms", [&](const Row& r) { return f2(r.walkMs); });
+  line("series (per cgroup)", [](const Row& r) {
+    return std::to_string(r.series) + " (" + std::to_string(r.perCgroup) + ")";
+  });
+  line("bytes plain / gzip", [](const Row& r) {
+    return std::to_string(r.bytes) + " / " + std::to_string(r.gzBytes);
+  });
+  line("us per series (plain wall)", [&](const Row& r) { return f2(r.plainMs * 1e3 / r.series); });
+  line("us per series (plain CPU)", [&](const Row& r) { return f2(r.plainCpuMs * 1e3 / r.series); });
+  line("RSS MiB (peak)", [&](const Row& r) {
+    return f2(r.rssKiB / 1024.0) + " (" + f2(r.hwmKiB / 1024.0) + ")";
+  });
+  line("scrape errors", [](const Row& r) { return std::to_string(r.errors); });
+  const double nePer = ne.ms * 1e3 / static_cast<double>(ne.series);
+  const double neCpuPer = ne.cpuMs * 1e3 / static_cast<double>(ne.series);
+  std::printf("\nnode_exporter (defaults): wall %.2f ms, CPU %.2f ms for %zu series = %.2f us/series "
+              "wall, %.2f us/series CPU\n",
+              ne.ms, ne.cpuMs, ne.series, nePer, neCpuPer);
 
-  // --- The floor: the same files, kept-open fds, pread at offset 0.
-  std::vector<int> fds;
-  using cgroupfs::FileId;
-  const FileId files[] = {FileId::kMemoryStat,      FileId::kV1Usage,          FileId::kV1Limit,
-                          FileId::kV1MaxUsage,      FileId::kV1SoftLimit,      FileId::kV1Failcnt,
-                          FileId::kV1MemswUsage,    FileId::kV1MemswLimit,     FileId::kV1MemswMaxUsage,
-                          FileId::kV1MemswFailcnt,  FileId::kV1KmemUsage,      FileId::kV1KmemLimit,
-                          FileId::kV1KmemMaxUsage,  FileId::kV1KmemFailcnt,    FileId::kV1KmemTcpUsage,
-                          FileId::kV1KmemTcpLimit,  FileId::kV1KmemTcpMaxUsage, FileId::kV1KmemTcpFailcnt,
-                          FileId::kV1OomControl};
-  for (int i = 0; i < gCount; ++i) {
-    std::snprintf(name, sizeof name, "/cg%04d/", i);
-    for (FileId f : files) {
-      int fd = ::open((gBase + name + std::string(cgroupfs::fileName(f))).c_str(), O_RDONLY);
-      if (fd >= 0) fds.push_back(fd);
-    }
+  // Targets (issue 18).
+  std::printf("\ntargets:\n");
+  const Row* r1 = nullptr;
+  const Row* r10 = nullptr;
+  for (const auto& r : rows) {
+    if (r.cgroups == 1000 && r.ok) r1 = &r;
+    if (r.cgroups == 10000 && r.ok) r10 = &r;
   }
-  std::vector<double> floorMs;
-  std::vector<char> buf(65536);
-  for (int r = 0; r < runs; ++r) {
-    auto a = Clock::now();
-    for (int fd : fds) (void)!::pread(fd, buf.data(), buf.size(), 0);
-    floorMs.push_back(ms(Clock::now() - a));
+  auto verdict = [](bool b) { return b ? "met" : "NOT met"; };
+  if (r1) {
+    const double ratio = r1->plainMs / r1->floorMs;
+    const double cpuRatio = r1->plainCpuMs / r1->floorCpuMs;
+    const double per = r1->plainMs * 1e3 / r1->series;
+    std::printf("  1,000: plain scrape <= 1.3x the floor of its files: wall %s (%.2fx), CPU %s (%.2fx)\n",
+                verdict(ratio <= 1.3), ratio, verdict(cpuRatio <= 1.3), cpuRatio);
+    const double cpuPer = r1->plainCpuMs * 1e3 / r1->series;
+    std::printf("  1,000: >= 20x cheaper per series than node_exporter: wall %s (%.1fx), CPU %s (%.1fx)\n",
+                verdict(nePer / per >= 20), nePer / per, verdict(neCpuPer / cpuPer >= 20),
+                neCpuPer / cpuPer);
+    std::printf("  1,000: RSS <= 30 MiB: %s (%.1f MiB)\n", verdict(r1->rssKiB <= 30 * 1024),
+                r1->rssKiB / 1024.0);
   }
-  for (int fd : fds) ::close(fd);
-
-  // --- node_exporter, defaults.
-  double neMs = NAN;
-  size_t neSeries = 0;
-  if (::access("/usr/bin/prometheus-node-exporter", X_OK) == 0) {
-    int nport = freePort();
-    pid_t ne = spawn({"/usr/bin/prometheus-node-exporter",
-                      "--web.listen-address=127.0.0.1:" + std::to_string(nport)});
-    if (waitUp(nport)) {
-      std::vector<double> v;
-      std::string body;
-      for (int i = 0; i < 3; ++i) body = get(nport, "/metrics", false).body;
-      for (int i = 0; i < runs / 2; ++i) {
-        auto a = Clock::now();
-        body = get(nport, "/metrics", false).body;
-        v.push_back(ms(Clock::now() - a));
-      }
-      neMs = pct(v, 0.5);
-      neSeries = seriesOf(body);
-    }
-    stopChild(ne);
+  if (r1 && r10) {
+    const double a = r1->plainMs / r1->floorMs, b = r10->plainMs / r10->floorMs;
+    std::printf("  10,000: wall ratio to floor within 10%% of 1,000's: %s (%.2fx vs %.2fx, %+.0f%%)\n",
+                verdict(std::fabs(b / a - 1) <= 0.10), b, a, 100 * (b / a - 1));
+    const double ca = r1->plainCpuMs / r1->floorCpuMs, cb = r10->plainCpuMs / r10->floorCpuMs;
+    std::printf("  10,000: CPU ratio to floor within 10%% of 1,000's: %s (%.2fx vs %.2fx, %+.0f%%)\n",
+                verdict(std::fabs(cb / ca - 1) <= 0.10), cb, ca, 100 * (cb / ca - 1));
+    std::printf("  10,000: RSS <= 120 MiB: %s (%.1f MiB)\n", verdict(r10->rssKiB <= 120 * 1024),
+                r10->rssKiB / 1024.0);
+    std::printf("  10,000: no scrape error: %s (%d)\n", verdict(r10->errors == 0), r10->errors);
   }
-
-  // --- In-process exposition of the same scrape: TextSerializer vs ours, gzip 6 vs 1.
-  cgroupfs::CgroupDir::setFdBudget(cgroupfs::raiseFdLimit() - 1024);  // as the daemon does
-  DiscoveryOptions o;
-  o.include = include;
-  o.limit = 100000;
-  Discovery disc(o);
-  // As the App does: tracing started before the collectors that read it.
-  TracingService tracing = startTracing(tracerOptions(VmscanOptions{}, disc.layout(), "/proc"));
-  CollectorInputs cfg;
-  cfg.tracer = tracing.tracer.get();
-  cfg.tracingDown = tracing.down;
-  std::vector<EnabledCollector> cols;
-  for (const auto& c : collectorRegistry()) {
-    if (c.defaultEnabled) cols.push_back({std::string(c.name), c.make(cfg)});
-  }
-  Scraper scraper(disc, std::move(cols));
-  metrics::Sink sink;
-  auto keep = scraper.scrape(sink);
-  std::vector<prometheus::MetricFamily> pf;
-  for (const auto& f : sink.families()) pf.push_back(metrics::toPrometheus(f));
-  std::vector<double> refMs, oursMs, collectMs, gz6Ms, gz1Ms, walkMs;
-  std::string ours, zbuf;
-  size_t gz6Bytes = 0, gz1Bytes = 0;
-  for (int r = 0; r < std::max(5, runs / 4); ++r) {
-    auto a = Clock::now();
-    std::ostringstream s;
-    prometheus::TextSerializer().Serialize(s, pf);
-    refMs.push_back(ms(Clock::now() - a));
-    a = Clock::now();
-    ours.clear();
-    metrics::writeText(sink.families(), ours);
-    oursMs.push_back(ms(Clock::now() - a));
-    a = Clock::now();
-    gzipCompress(ours, 6, zbuf);
-    gz6Ms.push_back(ms(Clock::now() - a));
-    gz6Bytes = zbuf.size();
-    a = Clock::now();
-    gzipCompress(ours, 1, zbuf);
-    gz1Ms.push_back(ms(Clock::now() - a));
-    gz1Bytes = zbuf.size();
-    a = Clock::now();
-    (void)disc.refresh();
-    walkMs.push_back(ms(Clock::now() - a));
-    a = Clock::now();
-    metrics::Sink s2;
-    auto k2 = scraper.scrape(s2);
-    collectMs.push_back(ms(Clock::now() - a));
-  }
-  const double samples = static_cast<double>(sink.sampleCount());
-
-  // --- Table.
-  const double floorMed = pct(floorMs, 0.5);
-  const double plainMed = pct(plain.ms, 0.5), gzMed = pct(gz.ms, 0.5);
-  const double oursPerSeries = plainMed * 1e3 / static_cast<double>(series);
-  const double nePerSeries = neMs * 1e3 / static_cast<double>(neSeries);
-  std::printf("\nscrape of %d cgroups, default field set, %d runs each (medians; one run, side by side)\n",
-              gCount, runs);
-  std::printf("  series: %zu total, %zu per cgroup; bytes: %zu plain, %zu gzip\n", series, cgSeries,
-              plain.bytes, gz.bytes);
-  std::printf("  %-38s %9s %9s %12s\n", "", "median ms", "p99 ms", "x floor");
-  std::printf("  %-38s %9.2f %9.2f %12s\n", "floor (pread, kept-open fds)", floorMed,
-              pct(floorMs, 0.99), "1.00");
-  std::printf("  %-38s %9.2f %9.2f %12.2f\n", "memcg_exporter /metrics plain", plainMed,
-              pct(plain.ms, 0.99), plainMed / floorMed);
-  std::printf("  %-38s %9.2f %9.2f %12.2f\n", "memcg_exporter /metrics gzip-requested", gzMed,
-              pct(gz.ms, 0.99), gzMed / floorMed);
-  std::printf("  %-38s %9.2f %9s %12s\n", "  of which in-process scrape", pct(collectMs, 0.5), "", "");
-  std::printf("  %-38s %9.2f %9s %12s\n", "    of which the discovery walk", pct(walkMs, 0.5), "", "");
-  std::printf("  exporter CPU per scrape: %.2f ms; RSS %ld KiB (peak %ld KiB)\n", cpuPerScrape, rss,
-              hwm);
-  std::printf("  node_exporter defaults: %.2f ms for %zu series = %.2f us/series; memcg_exporter: "
-              "%.3f us/series (%.1fx cheaper)\n",
-              neMs, neSeries, nePerSeries, oursPerSeries, nePerSeries / oursPerSeries);
-  std::printf("  exposition of %.0f samples: TextSerializer %.2f ms (%.3f us/sample), ours %.2f ms "
-              "(%.3f us/sample), %.1fx\n",
-              samples, pct(refMs, 0.5), pct(refMs, 0.5) * 1e3 / samples, pct(oursMs, 0.5),
-              pct(oursMs, 0.5) * 1e3 / samples, pct(refMs, 0.5) / pct(oursMs, 0.5));
-  std::printf("  gzip of %zu bytes: level 6 %.2f ms -> %zu bytes, level 1 %.2f ms -> %zu bytes (%.1fx "
-              "faster, %+.0f%% bytes)\n",
-              ours.size(), pct(gz6Ms, 0.5), gz6Bytes, pct(gz1Ms, 0.5), gz1Bytes,
-              pct(gz6Ms, 0.5) / pct(gz1Ms, 0.5),
-              100.0 * (static_cast<double>(gz1Bytes) / static_cast<double>(gz6Bytes) - 1));
-  std::printf("\ntargets: plain <= 2.5x floor: %s (%.2fx); gzip <= 4x floor: %s (%.2fx); "
-              "per-series >= 20x below node_exporter: %s (%.1fx); RSS < 30 MiB: %s (%.1f MiB)\n",
-              plainMed <= 2.5 * floorMed ? "met" : "NOT met", plainMed / floorMed,
-              gzMed <= 4 * floorMed ? "met" : "NOT met", gzMed / floorMed,
-              nePerSeries / oursPerSeries >= 20 ? "met" : "NOT met", nePerSeries / oursPerSeries,
-              rss < 30 * 1024 ? "met" : "NOT met", rss / 1024.0);
   cleanup();
   return 0;
 }

@@ -55,8 +55,8 @@ metrics::Desc nodeCounter(std::string name, std::string help,
                           std::vector<std::string> labels = {});
 
 // Factories of the collectors without options of their own (the others are
-// declared in memory_stat.h, vmscan.h and taskstats.h, beside their options).
-std::unique_ptr<Collector> makeMemoryUsageCollector();
+// declared in memory_stat.h, memory_usage.h, vmscan.h and taskstats.h, beside
+// their options).
 std::unique_ptr<Collector> makeMemoryEventsCollector();
 std::unique_ptr<Collector> makeReclaimStatCollector();
 std::unique_ptr<Collector> makePressureCollector(const std::string& procfs);

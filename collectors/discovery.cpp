@@ -200,12 +200,46 @@ void Discovery::attachPsi(const std::string& path, Entry& e, Clock::time_point n
   if (d) e.psiDir = std::move(*d);
 }
 
+Result<std::shared_ptr<const CgroupTree>> Discovery::tree() {
+  if (opts_.refreshInterval.count() > 0) {
+    std::lock_guard<std::mutex> g(treeMu_);
+    if (current_ && Clock::now() - lastWalkStart_ < 2 * opts_.refreshInterval) {
+      if (lastError_) return *lastError_;
+      return current_;
+    }
+  }
+  return refresh();
+}
+
 Result<std::shared_ptr<const CgroupTree>> Discovery::refresh() {
   const auto arrived = Clock::now();
   std::lock_guard<std::mutex> g(mu_);
-  if (current_ && lastWalkStart_ >= arrived) return current_;  // a walk began after we came
-  lastWalkStart_ = Clock::now();
-  const auto now = lastWalkStart_;
+  {
+    std::lock_guard<std::mutex> t(treeMu_);
+    if (current_ && lastWalkStart_ >= arrived) {  // a walk began after we came: share it
+      if (lastError_) return *lastError_;
+      return current_;
+    }
+  }
+  {
+    // Before the walk: a caller arriving from now on may expect a cgroup
+    // this walk has already passed, and walks again.
+    std::lock_guard<std::mutex> t(treeMu_);
+    lastWalkStart_ = Clock::now();
+  }
+  auto r = walkLocked();
+  std::lock_guard<std::mutex> t(treeMu_);
+  if (r.ok()) {
+    current_ = *r;
+    lastError_.reset();
+  } else {
+    lastError_ = r.error();
+  }
+  return r;
+}
+
+Result<std::shared_ptr<const CgroupTree>> Discovery::walkLocked() {
+  const auto now = Clock::now();
   const uint64_t gen = ++generation_;
 
   auto tree = std::make_shared<CgroupTree>();
@@ -297,13 +331,52 @@ Result<std::shared_ptr<const CgroupTree>> Discovery::refresh() {
   // Forget cgroups this walk did not see; their descriptors close when the
   // last tree holding them is released.
   std::erase_if(entries_, [gen](const auto& kv) { return kv.second.seen != gen; });
-  current_ = tree;
   return std::shared_ptr<const CgroupTree>(tree);
 }
 
 std::shared_ptr<const CgroupTree> Discovery::current() const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(treeMu_);
   return current_;
+}
+
+DiscoveryWalker::DiscoveryWalker(Discovery& discovery) : discovery_(discovery) {
+  if (discovery_.options().refreshInterval.count() > 0) thread_ = std::thread([this] { run(); });
+}
+
+DiscoveryWalker::~DiscoveryWalker() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t DiscoveryWalker::walks() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return walks_;
+}
+
+void DiscoveryWalker::run() {
+  const auto interval = discovery_.options().refreshInterval;
+  std::string lastError;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!cv_.wait_for(lk, interval, [this] { return stop_; })) {
+    lk.unlock();
+    auto r = discovery_.refresh();
+    // Log a failure once, and its end.
+    std::string err = r.ok() ? std::string() : r.error().message();
+    if (err != lastError) {
+      if (!err.empty()) {
+        log::error("cgroup discovery failed", "err=" + log::quote(err));
+      } else {
+        log::info("cgroup discovery recovered");
+      }
+      lastError = err;
+    }
+    lk.lock();
+    ++walks_;
+  }
 }
 
 std::shared_ptr<const cgroupfs::CgroupDir> Discovery::find(std::string_view path) const {
@@ -331,6 +404,14 @@ FlagList discoveryFlags(DiscoveryOptions& o) {
          o.limit = static_cast<size_t>(parseFlagInt("cgroup.limit", v, 1, 1000000));
        },
        "2000"},
+      {"cgroup.refresh-interval-ms",
+       "How often the cgroup hierarchy is walked, off the scrape path (0: on every scrape).",
+       false,
+       [&o](const std::string& v) {
+         o.refreshInterval =
+             std::chrono::milliseconds(parseFlagInt("cgroup.refresh-interval-ms", v, 0, 3600000));
+       },
+       "5000"},
   };
 }
 

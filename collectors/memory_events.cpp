@@ -118,6 +118,8 @@ class MemoryEventsCollector : public Collector {
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     const bool v2 = ctx.tree.layout.mode == CgroupMode::kV2;
+    // v1 families resolved once per scrape, on first use (exposition order).
+    std::vector<metrics::Family*> fams(failcnt_.size(), nullptr);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       if (v2) {
         events_.collect(ctx, sink, cg);
@@ -126,7 +128,8 @@ class MemoryEventsCollector : public Collector {
         continue;
       }
       bool gone = false;
-      for (auto& [file, desc] : failcnt_) {
+      for (size_t i = 0; i < failcnt_.size(); ++i) {
+        const auto& [file, desc] = failcnt_[i];
         std::string_view content;
         ReadStatus st = ctx.read(*cg.dir, file, content);
         if (st == ReadStatus::kGone) {
@@ -140,7 +143,8 @@ class MemoryEventsCollector : public Collector {
           ctx.fail(n.error());
           continue;
         }
-        sink.add(*desc, {cg.path}, static_cast<double>(*n));
+        if (!fams[i]) fams[i] = &sink.family(*desc);
+        fams[i]->add({cg.path}, static_cast<double>(*n));
       }
       if (!gone) oomControl(ctx, sink, cg);
     }

@@ -170,6 +170,10 @@ class MemoryStatCollector : public Collector {
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     thread_local std::vector<std::pair<metrics::Family*, metrics::Sample>> pending;
+    // Families resolved once per scrape (on first use, so the exposition
+    // keeps the order of first appearance), not looked up by name per sample.
+    thread_local std::vector<metrics::Family*> fams;
+    fams.assign(descs_.size(), nullptr);
     const int set = ctx.tree.layout.mode == CgroupMode::kV2 ? 1 : 0;
     for (const Cgroup& cg : ctx.tree.cgroups) {
       std::string_view content;
@@ -177,7 +181,7 @@ class MemoryStatCollector : public Collector {
       pending.clear();
       Status st = cgroupfs::parseFlatKeyed(content, cg.dir->path() + "/memory.stat",
                                            [&](std::string_view key, uint64_t v) {
-                                             emit(set, sink, cg, key, v, pending);
+                                             emit(set, sink, cg, key, v, fams, pending);
                                            });
       if (!st.ok()) {
         ctx.fail(st.error());  // nothing of a malformed file is exported
@@ -196,6 +200,7 @@ class MemoryStatCollector : public Collector {
  private:
   struct Compiled {
     const metrics::Desc* desc;
+    size_t slot;  // index of desc in descs_ (the per-scrape family cache)
     Kind kind;
     std::string_view foldValue;
     bool enabled[2];  // under the v1 (hybrid) and the v2 field set
@@ -206,6 +211,7 @@ class MemoryStatCollector : public Collector {
     bool v1 = r.kind != Kind::kSkip && std::regex_match(key, fields_[0]);
     bool v2 = r.kind != Kind::kSkip && std::regex_match(key, fields_[1]);
     const metrics::Desc* desc = nullptr;
+    size_t slot = 0;
     if (r.kind != Kind::kSkip) {
       std::string base(r.foldBase.empty() ? r.key : r.foldBase);
       if (hierarchical) base = "hierarchical_" + base;
@@ -217,25 +223,28 @@ class MemoryStatCollector : public Collector {
       help += r.help;
       if (hierarchical) help += ", including descendants (v1)";
       help += r.kind == Kind::kEvents ? "." : r.kind == Kind::kLimit ? " in bytes (+Inf: unlimited)." : " in bytes.";
-      desc = findOrAdd(r.kind == Kind::kEvents
+      slot = findOrAdd(r.kind == Kind::kEvents
                            ? cgroupCounter(name, help, r.foldLabel.empty()
                                                            ? std::vector<std::string>{}
                                                            : std::vector<std::string>{std::string(r.foldLabel)})
                            : cgroupGauge(name, help));
+      desc = &descs_[slot];
     }
     keys_.push_back(std::move(key));
-    rows_.emplace(keys_.back(), Compiled{desc, r.kind, r.foldValue, {v1, v2}});
+    rows_.emplace(keys_.back(), Compiled{desc, slot, r.kind, r.foldValue, {v1, v2}});
   }
 
-  const metrics::Desc* findOrAdd(metrics::Desc d) {
-    for (const auto& e : descs_) {
-      if (e.name == d.name) return &e;
+  size_t findOrAdd(metrics::Desc d) {
+    for (size_t i = 0; i < descs_.size(); ++i) {
+      if (descs_[i].name == d.name) return i;
     }
-    return &descs_.emplace_back(std::move(d));
+    descs_.push_back(std::move(d));
+    return descs_.size() - 1;
   }
 
-  void emit(int set, metrics::Sink& sink, const Cgroup& cg, std::string_view key,
-            uint64_t v, std::vector<std::pair<metrics::Family*, metrics::Sample>>& pending) {
+  void emit(int set, metrics::Sink& sink, const Cgroup& cg, std::string_view key, uint64_t v,
+            std::vector<metrics::Family*>& fams,
+            std::vector<std::pair<metrics::Family*, metrics::Sample>>& pending) {
     auto it = rows_.find(key);
     if (it != rows_.end()) {
       const Compiled& c = it->second;
@@ -246,7 +255,9 @@ class MemoryStatCollector : public Collector {
       s.values[0] = cg.path;
       s.values[1] = c.foldValue;
       s.value = value;
-      pending.emplace_back(&sink.family(*c.desc), s);
+      metrics::Family*& fam = fams[c.slot];
+      if (!fam) fam = &sink.family(*c.desc);
+      pending.emplace_back(fam, s);
       return;
     }
     if (!unknownEnabled(set, key)) return;

@@ -1,7 +1,9 @@
 // Usage, peak and limits, one value per file.
 //
 // v1: memory.{usage,max_usage,limit,soft_limit}_in_bytes and the same for
-//     memsw (memory+swap; only with swap accounting), kmem and kmem.tcp.
+//     memsw (memory+swap), read only where swap accounting is on (the root
+//     has memory.memsw.usage_in_bytes; probed once); kmem and kmem.tcp only
+//     with --collector.memory_usage.kmem (deprecated files, 6 per cgroup).
 // v2: memory.{current,peak,min,low,high,max}, memory.swap.{current,peak,high,max},
 //     memory.zswap.{current,max}.
 // Shared meanings share a name on both versions (usage, peak, limit), so one
@@ -9,6 +11,12 @@
 // (v1) when unset: exported as +Inf, never as a fake number. A file a cgroup
 // does not have (the v2 root has no memory.current; no swap accounting) is
 // simply not exported.
+#include "collectors/memory_usage.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
 #include "collectors/cgroupfs/readers.h"
 #include "collectors/collector.h"
 
@@ -22,11 +30,12 @@ struct Row {
   FileId file;
   bool limit;  // value-or-max
   const metrics::Desc* desc;
+  enum Group { kAlways, kMemsw, kKmem } group = kAlways;
 };
 
 class MemoryUsageCollector : public Collector {
  public:
-  MemoryUsageCollector() {
+  explicit MemoryUsageCollector(const MemoryUsageOptions& o) : kmem_(o.kmem) {
     auto g = [this](std::string name, std::string help) {
       return &descs_.emplace_back(cgroupGauge(std::move(name), std::move(help)));
     };
@@ -52,13 +61,20 @@ class MemoryUsageCollector : public Collector {
     auto sLimit = g("memcg_swap_limit_bytes", "Swap limit (v2 memory.swap.max); +Inf when unlimited.");
     auto zUsage = g("memcg_zswap_usage_bytes", "zswap pool memory (v2 memory.zswap.current).");
     auto zLimit = g("memcg_zswap_limit_bytes", "zswap limit (v2 memory.zswap.max); +Inf when unlimited.");
-    v1_ = {{FileId::kV1Usage, false, usage},          {FileId::kV1MaxUsage, false, peak},
-           {FileId::kV1Limit, true, limit},           {FileId::kV1SoftLimit, true, soft},
-           {FileId::kV1MemswUsage, false, swUsage},   {FileId::kV1MemswMaxUsage, false, swPeak},
-           {FileId::kV1MemswLimit, true, swLimit},    {FileId::kV1KmemUsage, false, kUsage},
-           {FileId::kV1KmemMaxUsage, false, kPeak},   {FileId::kV1KmemLimit, true, kLimit},
-           {FileId::kV1KmemTcpUsage, false, tUsage},  {FileId::kV1KmemTcpMaxUsage, false, tPeak},
-           {FileId::kV1KmemTcpLimit, true, tLimit}};
+    constexpr auto kMemsw = Row::kMemsw, kKmem = Row::kKmem;
+    v1_ = {{FileId::kV1Usage, false, usage},
+           {FileId::kV1MaxUsage, false, peak},
+           {FileId::kV1Limit, true, limit},
+           {FileId::kV1SoftLimit, true, soft},
+           {FileId::kV1MemswUsage, false, swUsage, kMemsw},
+           {FileId::kV1MemswMaxUsage, false, swPeak, kMemsw},
+           {FileId::kV1MemswLimit, true, swLimit, kMemsw},
+           {FileId::kV1KmemUsage, false, kUsage, kKmem},
+           {FileId::kV1KmemMaxUsage, false, kPeak, kKmem},
+           {FileId::kV1KmemLimit, true, kLimit, kKmem},
+           {FileId::kV1KmemTcpUsage, false, tUsage, kKmem},
+           {FileId::kV1KmemTcpMaxUsage, false, tPeak, kKmem},
+           {FileId::kV1KmemTcpLimit, true, tLimit, kKmem}};
     v2_ = {{FileId::kV2Current, false, usage},      {FileId::kV2Peak, false, peak},
            {FileId::kV2Max, true, limit},           {FileId::kV2High, true, high},
            {FileId::kV2Low, true, low},             {FileId::kV2Min, true, min},
@@ -68,11 +84,22 @@ class MemoryUsageCollector : public Collector {
   }
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
-    const auto& rows = ctx.tree.layout.mode == CgroupMode::kV2 ? v2_ : v1_;
+    // The rows this scrape reads: a file a group is off for is never opened.
+    thread_local std::vector<const Row*> rows;
+    rows.clear();
+    if (ctx.tree.layout.mode == CgroupMode::kV2) {
+      for (const Row& r : v2_) rows.push_back(&r);
+    } else {
+      const bool memsw = swapAccounting(ctx.tree.layout.memoryRoot);
+      for (const Row& r : v1_) {
+        if ((r.group == Row::kMemsw && !memsw) || (r.group == Row::kKmem && !kmem_)) continue;
+        rows.push_back(&r);
+      }
+    }
     std::vector<metrics::Family*> fams(rows.size(), nullptr);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       for (size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = rows[i];
+        const Row& r = *rows[i];
         std::string_view content;
         ReadStatus st = ctx.read(*cg.dir, r.file, content);
         if (st == ReadStatus::kGone) break;
@@ -106,19 +133,40 @@ class MemoryUsageCollector : public Collector {
   }
 
  private:
+  /// v1 swap accounting (swapaccount=1, CONFIG_MEMCG_SWAP) is on when the
+  /// root has memory.memsw.usage_in_bytes; a boot parameter, probed once.
+  bool swapAccounting(const std::string& root) {
+    int v = memsw_.load(std::memory_order_relaxed);
+    if (v < 0) {
+      const std::string f = root + "/" + std::string(cgroupfs::fileName(FileId::kV1MemswUsage));
+      v = ::access(f.c_str(), F_OK) == 0 ? 1 : 0;
+      memsw_.store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+  }
+
   static void fail(ScrapeContext& ctx, const Cgroup& cg, FileId f, Error e) {
     e.path = cg.dir->path() + "/" + std::string(cgroupfs::fileName(f));
     ctx.fail(std::move(e));
   }
 
+  const bool kmem_;
+  std::atomic<int> memsw_{-1};  // -1: not probed yet
   std::deque<metrics::Desc> descs_;
   std::vector<Row> v1_, v2_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> makeMemoryUsageCollector() {
-  return std::make_unique<MemoryUsageCollector>();
+FlagList memoryUsageFlags(MemoryUsageOptions& o) {
+  return {switchFlag("collector.memory_usage.kmem",
+                     "Also read v1 memory.kmem.* and memory.kmem.tcp.* usage, peak and limit "
+                     "(6 deprecated files per cgroup; their failcnt is read either way).",
+                     o.kmem)};
+}
+
+std::unique_ptr<Collector> makeMemoryUsageCollector(const MemoryUsageOptions& o) {
+  return std::make_unique<MemoryUsageCollector>(o);
 }
 
 }  // namespace memcg

@@ -9,6 +9,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/memory_stat.h"
+#include "collectors/memory_usage.h"
 #include "collectors/taskstats.h"
 #include "collectors/vmscan.h"
 #include "common/flag_spec.h"
@@ -19,6 +20,7 @@ namespace memcg {
 /// declared beside its collector).
 struct CollectorOptions {
   MemoryStatOptions memoryStat;
+  MemoryUsageOptions memoryUsage;
   TaskstatsOptions taskstats;
   VmscanOptions vmscan;
 };
@@ -31,6 +33,7 @@ FlagList collectorFlags(CollectorOptions& o);
 struct CollectorInputs {
   std::string procfsRoot = "/proc";
   MemoryStatOptions memoryStat;
+  MemoryUsageOptions memoryUsage;
   tracing::Tracer* tracer = nullptr;  ///< vmscan: null while down
   Error tracingDown;                  ///< vmscan: why tracer is null
   TaskstatsService* taskstats = nullptr;

@@ -81,7 +81,22 @@ class TaskstatsCollector : public Collector {
     dirs.reserve(ctx.tree.cgroups.size());
     for (const Cgroup& cg : ctx.tree.cgroups) {
       const std::string& dir = cg.dir->path();
-      auto d = agg->collect(dir);
+      // cgroup.procs through the cgroup's kept directory descriptor (no path
+      // walk, and a recreated cgroup never reads as the old one).
+      auto d = agg->collect(dir, cg.inode, [&]() -> Result<std::vector<uint32_t>> {
+        std::string_view content;
+        Error err;
+        switch (cg.dir->read(cgroupfs::FileId::kCgroupProcs, ctx.buf, content, &err)) {
+          case cgroupfs::ReadStatus::kOk:
+            return taskstats::parseIdList(content, dir + "/cgroup.procs");
+          case cgroupfs::ReadStatus::kError:
+            return err;
+          case cgroupfs::ReadStatus::kAbsent:
+          case cgroupfs::ReadStatus::kGone:
+            break;
+        }
+        return makeError(ENOENT, dir + "/cgroup.procs");
+      });
       if (!d.ok()) {
         if (d.error().gone()) {
           ++ctx.vanished;

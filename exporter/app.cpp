@@ -44,6 +44,7 @@ App::App(const Options& opts) : opts_(opts) {
   CollectorInputs in;
   in.procfsRoot = procfs;
   in.memoryStat = opts_.collectors.memoryStat;
+  in.memoryUsage = opts_.collectors.memoryUsage;
   in.tracer = tracing_.tracer.get();
   in.tracingDown = tracing_.down;
   in.taskstats = taskstats_.get();
@@ -66,6 +67,7 @@ App::App(const Options& opts) : opts_(opts) {
     log::info("cgroups discovered", "count=" + std::to_string((*t)->cgroups.size()) +
                                         " dropped=" + std::to_string((*t)->dropped));
   }
+  walker_ = std::make_unique<DiscoveryWalker>(*discovery_);
 
   buildRoutes();
   server_ = std::make_unique<HttpServer>(

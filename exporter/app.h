@@ -59,6 +59,7 @@ class App {
 
   Options opts_;
   std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<DiscoveryWalker> walker_;  ///< after discovery_: stops before it
   TracingService tracing_;
   std::unique_ptr<TaskstatsService> taskstats_;
   std::unique_ptr<controller::Controller> controller_;

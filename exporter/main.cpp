@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
   // One malloc arena per civetweb worker would keep each scrape's peak
   // (megabytes at 1,000 cgroups) resident once per thread.
   mallopt(M_ARENA_MAX, 2);
+  // A fixed mmap threshold: a scrape's large buffers (the 30 MB exposition
+  // and the sample vectors at 10,000 cgroups) are mmapped and go back to the
+  // kernel when freed; glibc's dynamic threshold would rise to their size
+  // after the first free and keep them resident in the heap between scrapes.
+  mallopt(M_MMAP_THRESHOLD, 8 << 20);
 
   log::Level level = log::Level::kInfo;
   log::parseLevel(opts.logLevel, level);

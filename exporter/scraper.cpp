@@ -65,7 +65,8 @@ Scraper::~Scraper() = default;
 
 std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   using Clock = std::chrono::steady_clock;
-  auto treeOr = discovery_.refresh();
+  // The walker's last tree (discovery.h: off the scrape path).
+  auto treeOr = discovery_.tree();
   std::shared_ptr<const CgroupTree> tree;
   if (treeOr.ok()) {
     tree = *treeOr;

@@ -1,4 +1,4 @@
-// One scrape: refresh discovery, run the enabled collectors into a Sink, add
+// One scrape: take discovery's current tree (discovery.h), run the enabled collectors into a Sink, add
 // the exporter's own metrics, and render the text exposition.
 //
 // Scrapes may run concurrently (one per civetweb worker): each has its own

@@ -8,8 +8,8 @@ scripts/deps.sh bench
 scripts/build.sh -DBUILD_BENCH=ON >/dev/null
 what=${1:-all}
 if [[ $what == scrape || $what == all ]]; then
-  echo "== scrape: 1,000 cgroups vs the pread floor and node_exporter"
-  build/bench/scrape_bench build/exporter/memcg_exporter 1000 40
+  echo "== scrape: 1,000 and 10,000 cgroups vs the pread floor and node_exporter"
+  bench/scale_bench.sh build/exporter/memcg_exporter 1000,10000 21
 fi
 if [[ $what == taskstats || $what == all ]]; then
   echo "== taskstats: a cgroup with 1,000 tasks"

@@ -90,7 +90,7 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
     }
   }
   size_t len = 0;
-  int e = preadSingleRecord(fd, buf, len);
+  int e = multiRecord(id) ? preadAll(fd, buf, len) : preadSingleRecord(fd, buf, len);
   if (e == ENODEV || e == ENOENT) return ReadStatus::kGone;
   if (e != 0) {
     if (err) *err = makeError(e, path_ + "/" + name);

@@ -100,6 +100,10 @@ inline constexpr std::array<std::string_view, kFileCount> kFileNames = {
 
 constexpr std::string_view fileName(FileId id) { return kFileNames[static_cast<size_t>(id)]; }
 
+/// cgroup.procs is a seq_file of one record per process (a page per read at
+/// most); every other file here is one record, rendered whole in one read.
+constexpr bool multiRecord(FileId id) { return id == FileId::kCgroupProcs; }
+
 // Files outside any cgroup, relative to --path.procfs.
 inline constexpr std::string_view kProcMountinfo = "self/mountinfo";
 inline constexpr std::string_view kProcVmstat = "vmstat";

@@ -16,11 +16,13 @@ namespace memcg::taskstats {
 Result<std::vector<uint32_t>> readIdList(const std::string& file) {
   auto text = readWholeFile(file);
   if (!text.ok()) return text.error();
-  const std::string& buf = *text;
-  const size_t used = buf.size();
+  return parseIdList(*text, file);
+}
+
+Result<std::vector<uint32_t>> parseIdList(std::string_view text, const std::string& file) {
   std::vector<uint32_t> ids;
-  ids.reserve(used / 6);
-  std::string_view rest(buf.data(), used), line;
+  ids.reserve(text.size() / 6);
+  std::string_view rest = text, line;
   while (nextLine(rest, line)) {
     if (line.empty()) continue;
     auto v = parseU64(line);
@@ -88,19 +90,28 @@ void CgroupDelayAggregator::drainLocked() {
 }
 
 Result<CgroupDelays> CgroupDelayAggregator::collect(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    Error e = makeError(errno, dir);
+    if (e.gone()) forget(dir);
+    return e;
+  }
+  return collect(dir, st.st_ino, [&] { return readIdList(dir + "/cgroup.procs"); });
+}
+
+Result<CgroupDelays> CgroupDelayAggregator::collect(
+    const std::string& dir, ino_t inode,
+    const std::function<Result<std::vector<uint32_t>>()>& tgids) {
   // All under the lock: an exit folded by the exit thread between reading
   // cgroup.procs and tracking its processes would be counted twice.
   std::lock_guard lock(mu_);
-  auto gone = [&](Error e) {
-    if (e.gone()) ledger_.forget(dir);
-    return e;
-  };
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return gone(makeError(errno, dir));
-  auto ids = readIdList(dir + "/cgroup.procs");
-  if (!ids.ok()) return gone(ids.error());
+  auto ids = tgids();
+  if (!ids.ok()) {
+    if (ids.error().gone()) ledger_.forget(dir);
+    return ids.error();
+  }
 
-  ledger_.begin(dir, st.st_ino, *ids);
+  ledger_.begin(dir, inode, *ids);
   Status s = client_.queryMany(
       *ids, IdKind::kTgid,
       [&](uint32_t tgid, Result<TaskStats>&& r) {

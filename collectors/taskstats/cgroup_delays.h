@@ -12,7 +12,10 @@
 // drained on a thread of its own and in collect().
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,7 +30,10 @@
 
 namespace memcg::taskstats {
 
-/// Reads a cgroup.procs/tasks style file: one decimal id per line.
+/// Parses a cgroup.procs/tasks style file: one decimal id per line; `file`
+/// names it in errors.
+Result<std::vector<uint32_t>> parseIdList(std::string_view text, const std::string& file);
+/// Reads and parses a cgroup.procs/tasks style file by path.
 Result<std::vector<uint32_t>> readIdList(const std::string& file);
 
 class CgroupDelayAggregator {
@@ -57,6 +63,12 @@ class CgroupDelayAggregator {
   /// directory recreated under the same path, i.e. a new inode, starts over).
   /// A vanished cgroup yields an Error with gone() true, and its state is dropped.
   Result<CgroupDelays> collect(const std::string& cgroup_dir);
+  /// The same with the cgroup's directory inode known and its process list
+  /// read by `tgids` (e.g. cgroup.procs through a kept directory descriptor),
+  /// which runs under the aggregator's lock. An Error with gone() true from
+  /// `tgids` drops the cgroup's state.
+  Result<CgroupDelays> collect(const std::string& cgroup_dir, ino_t inode,
+                               const std::function<Result<std::vector<uint32_t>>()>& tgids);
 
   /// Drops the state of a cgroup (removed, or no longer exported).
   void forget(const std::string& cgroup_dir);

@@ -8,7 +8,8 @@
 #     --path.cgroupfs/--path.procfs, a corrupted
 #     memory.stat (collector failure, scrape error counted, the log line with
 #     the path and the line, the rest served), --collector.* switches,
-#     --collector.memory_stat.fields, --cgroup.include/exclude/max-depth/limit,
+#     --collector.memory_stat.fields, --collector.memory_usage.kmem,
+#     --cgroup.include/exclude/max-depth/limit/refresh-interval-ms,
 #     --web.gzip-level, --log.level.
 #   live (root, v1): /api/v1/cgroups (ids = directory inodes), /api/v1/delays
 #     with the taskstats collector, /api/v1/reclaim/report and ?window=,
@@ -152,6 +153,21 @@ check "--cgroup.limit=2: 2 exported, the rest dropped (>= 1; the walk stops at t
   "grep -qx 'memcg_exporter_cgroups 2' $tmp/limit.prom && awk '\$1==\"memcg_exporter_cgroups_dropped\" && \$2>=1' $tmp/limit.prom | grep -q ."
 check "--collector.disable-defaults --collector.memory_usage: only memory_usage runs" bash -c \
   "[ \"\$(grep -o '^memcg_exporter_collector_success{collector=\"[a-z_]*\"' $tmp/limit.prom | tr '\n' ' ')\" = 'memcg_exporter_collector_success{collector=\"memory_usage\" ' ]"
+check "default: no kmem/kmem.tcp usage, peak or limit; memsw (swap accounting) and kmem failcnt kept" bash -c \
+  "! grep -qE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes' $tmp/limit.prom && grep -q '^memcg_memsw_usage_bytes{cgroup=\"/\"}' $tmp/limit.prom"
+stop
+check "--collector.memory_usage.kmem: exporter up" start kmem --path.cgroupfs="$tmp/tree" \
+  --path.procfs="$fixtures/procfs" --no-collector.vmscan \
+  --collector.disable-defaults --collector.memory_usage --collector.memory_usage.kmem --cgroup.refresh-interval-ms=0
+curl -fsS "$url/metrics" > "$tmp/kmem.prom"
+check "--collector.memory_usage.kmem: kmem and kmem.tcp usage, peak and limit" bash -c \
+  "[ \$(grep -cE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes\{cgroup=\"/web\"\}' $tmp/kmem.prom) = 6 ]"
+mkdir "$tmp/tree/memory/web/added"
+for f in "$tmp"/tree/memory/web/memory.*; do cp "$f" "$tmp/tree/memory/web/added/"; done
+cp "$tmp/tree/memory/web/cgroup.procs" "$tmp/tree/memory/web/added/" 2>/dev/null || true
+check "--cgroup.refresh-interval-ms=0: a cgroup made since is in the next scrape" bash -c \
+  "curl -fsS $url/metrics | grep -q '^memcg_memory_usage_bytes{cgroup=\"/web/added\"}'"
+rm -rf "$tmp/tree/memory/web/added"
 stop
 
 # --- live (root, v1) ----------------------------------------------------------
@@ -177,7 +193,8 @@ check "live: exporter up (taskstats, locks, lock-callers, lock-addresses, lru-de
   --path.tracefs="$tmp/tracefs" --collector.vmscan.instance="$inst" --collector.vmscan.lru-detail --collector.vmscan.shrink-slab \
   --collector.vmscan.lock-callers --collector.vmscan.lock-addresses \
   --controller.enable --controller.allow="$base.*" --controller.token-file="$tmp/token" \
-  --controller.journal="$tmp/journal" --controller.sched-policy=idle --controller.poll-interval-ms=200
+  --controller.journal="$tmp/journal" --controller.sched-policy=idle --controller.poll-interval-ms=200 \
+  --cgroup.refresh-interval-ms=200
 check "live: /-/ready 200" [ "$(code "$url/-/ready")" = 200 ]
 check "live: tracer up" poll_until 20 bash -c "curl -fsS $url/metrics | grep -qx 'memcg_trace_up 1'"
 check "--path.tracefs + --collector.vmscan.instance: the instance is in our tracefs" [ -d "$tmp/tracefs/instances/$inst" ]
@@ -249,7 +266,8 @@ rounds=0
 while ! vanished && [ $rounds -lt 20 ]; do
   rounds=$((rounds + 1))
   for i in $(seq 1 300); do mkdir "$cg/v$i"; done
-  curl -fsS "$url/metrics" >/dev/null   # a walk that sees them
+  sleep 0.5                             # --cgroup.refresh-interval-ms=200: a walk sees them
+  curl -fsS "$url/metrics" >/dev/null   # and a scrape opens their files
   ( for _ in $(seq 1 30); do curl -fsS "$url/metrics" >/dev/null; done ) &
   scr=$!
   for i in $(seq 1 300); do rmdir "$cg/v$i"; done

@@ -112,6 +112,44 @@ TEST(Hybrid, PressureJoinedFromCgroup2) {
   EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"hybrid\"} 1"));
 }
 
+// The v1 default set (README "Performance"): no kmem / kmem.tcp usage, peak
+// or limit (opt-in), their failcnt kept; memsw only with swap accounting.
+TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
+  FixtureScrape byDefault(fixturePath("cgroupfs/v1"));
+  std::string t = byDefault.text();
+  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes", "memcg_kmem_limit_bytes",
+                        "memcg_kmem_tcp_usage_bytes", "memcg_kmem_tcp_peak_bytes",
+                        "memcg_kmem_tcp_limit_bytes"}) {
+    EXPECT_EQ(t.find(std::string("\n") + m + "{"), std::string::npos) << m;
+  }
+  EXPECT_NE(t.find("\nmemcg_kmem_failcnt_total{cgroup=\"/web\"}"), std::string::npos);
+  EXPECT_NE(t.find("\nmemcg_kmem_tcp_failcnt_total{cgroup=\"/web\"}"), std::string::npos);
+  EXPECT_NE(t.find("\nmemcg_memsw_usage_bytes{cgroup=\"/web\"}"), std::string::npos);
+
+  CollectorInputs cfg;
+  cfg.memoryUsage.kmem = true;
+  FixtureScrape withKmem(fixturePath("cgroupfs/v1"), cfg);
+  t = withKmem.text();
+  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes", "memcg_kmem_limit_bytes",
+                        "memcg_kmem_tcp_usage_bytes", "memcg_kmem_tcp_peak_bytes",
+                        "memcg_kmem_tcp_limit_bytes"}) {
+    EXPECT_NE(t.find(std::string("\n") + m + "{cgroup=\"/web\"}"), std::string::npos) << m;
+  }
+
+  // No swap accounting (the root has no memory.memsw.usage_in_bytes): the
+  // memsw usage, peak and limit files are not read, even where a child has one.
+  test::TempTree tree;
+  tree.copyFixture("cgroupfs/v1", "cg");
+  tree.remove("cg/memory/memory.memsw.usage_in_bytes");
+  FixtureScrape noSwap(tree.path("cg"));
+  t = noSwap.text();
+  EXPECT_EQ(t.find("\nmemcg_memsw_usage_bytes{"), std::string::npos);
+  EXPECT_EQ(t.find("\nmemcg_memsw_limit_bytes{"), std::string::npos);
+  EXPECT_NE(t.find("\nmemcg_memory_usage_bytes{cgroup=\"/web\"}"), std::string::npos);
+  EXPECT_NE(t.find("memcg_exporter_collector_success{collector=\"memory_usage\"} 1"),
+            std::string::npos);
+}
+
 // Keys from a newer kernel are outside the default set; selected, they are
 // named by rule: event-like prefixes as counters, the rest as bytes.
 TEST(Fields, UnknownKeysByNamingRule) {

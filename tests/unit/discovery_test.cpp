@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "tests/support/temp_tree.h"
 
@@ -178,6 +181,149 @@ TEST(Discovery, RemovedCgroupDisappearsFromTheNextWalk) {
   EXPECT_EQ(d.find("/kubepods"), nullptr);
   EXPECT_NE(d.find("/system.slice"), nullptr);
 }
+
+
+// Discovery off the scrape path (discovery.h): a scrape takes the last walk's
+// tree; new cgroups appear at the next walk, removed ones read as gone at once.
+namespace off_path {
+
+using namespace std::chrono_literals;
+
+struct Tree {
+  test::TempTree t;
+  Tree() {
+    t.write("memory/memory.limit_in_bytes", "9223372036854771712\n");
+    t.write("memory/cgroup.procs", "");
+    t.write("memory/a/cgroup.procs", "");
+    t.write("memory/a/memory.usage_in_bytes", "111\n");
+  }
+  DiscoveryOptions options(std::chrono::milliseconds interval) const {
+    DiscoveryOptions o;
+    o.cgroupfsRoot = t.root();
+    o.procfsRoot = test::fixturePath("procfs");
+    o.refreshInterval = interval;
+    return o;
+  }
+};
+
+const Cgroup* byPath(const CgroupTree& tree, const std::string& path) {
+  for (const auto& c : tree.cgroups) {
+    if (c.path == path) return &c;
+  }
+  return nullptr;
+}
+
+// Polls until pred(tree) holds; the bound is generous, the walker's interval tiny.
+template <typename Pred>
+std::shared_ptr<const CgroupTree> waitFor(Discovery& d, Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    auto tree = d.tree();
+    if (tree.ok() && pred(**tree)) return *tree;
+    std::this_thread::sleep_for(10ms);
+  }
+  return nullptr;
+}
+
+TEST(DiscoveryOffScrapePath, ScrapesTakeTheLastWalkUntilTheNextOne) {
+  Tree f;
+  Discovery d(f.options(1h));
+  auto first = *d.tree();  // no walk yet: walks now
+  EXPECT_EQ(paths(*first), (std::vector<std::string>{"/", "/a"}));
+  f.t.write("memory/b/cgroup.procs", "");
+  auto again = *d.tree();
+  EXPECT_EQ(again.get(), first.get()) << "a scrape walked although the last walk is fresh";
+  EXPECT_EQ(again->generation, first->generation);
+  auto walked = *d.refresh();  // on demand
+  EXPECT_EQ(paths(*walked), (std::vector<std::string>{"/", "/a", "/b"}));
+  EXPECT_EQ((*d.tree()).get(), walked.get());
+}
+
+TEST(DiscoveryOffScrapePath, IntervalZeroWalksOnEveryScrape) {
+  Tree f;
+  Discovery d(f.options(0ms));
+  auto first = *d.tree();
+  f.t.write("memory/b/cgroup.procs", "");
+  auto second = *d.tree();
+  EXPECT_GT(second->generation, first->generation);
+  EXPECT_EQ(paths(*second), (std::vector<std::string>{"/", "/a", "/b"}));
+}
+
+TEST(DiscoveryOffScrapePath, ConcurrentScrapesShareOneWalk) {
+  Tree f;
+  Discovery d(f.options(1h));
+  ASSERT_TRUE(d.refresh().ok());
+  const uint64_t gen = d.current()->generation;
+  std::vector<std::thread> threads;
+  std::atomic<int> same{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 100; ++k) {
+        auto t = d.tree();
+        if (t.ok() && (*t)->generation == gen) same.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(same.load(), 800);
+  EXPECT_EQ(d.current()->generation, gen);
+}
+
+TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
+  Tree f;
+  Discovery d(f.options(20ms));
+  ASSERT_TRUE(d.refresh().ok());
+  DiscoveryWalker walker(d);
+
+  // New: exported once the walker has walked.
+  f.t.write("memory/b/cgroup.procs", "");
+  auto withB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
+  ASSERT_NE(withB, nullptr) << "a new cgroup never showed up";
+  EXPECT_GT(walker.walks(), 0u);
+
+  // Vanished: the tree a scrape still holds reads it as gone at once, before
+  // any walk (files not yet opened: ENOENT and no cgroup.procs).
+  const Cgroup* b = byPath(*withB, "/b");
+  auto oldB = b->dir;
+  const ino_t oldIno = b->inode;
+  f.t.write("memory/keep/cgroup.procs", "");  // holds an inode so /b's is not reused
+  f.t.remove("memory/b");
+  std::string buf;
+  std::string_view out;
+  EXPECT_EQ(oldB->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kGone);
+  auto withoutB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") == nullptr; });
+  ASSERT_NE(withoutB, nullptr) << "a removed cgroup stayed in the tree";
+
+  // Recreated under the same name: a new cgroup (inode, descriptors).
+  f.t.write("memory/b/cgroup.procs", "");
+  f.t.write("memory/b/memory.usage_in_bytes", "333\n");
+  auto again = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
+  ASSERT_NE(again, nullptr);
+  const Cgroup* nb = byPath(*again, "/b");
+  EXPECT_NE(nb->inode, oldIno);
+  EXPECT_NE(nb->dir.get(), oldB.get());
+  EXPECT_EQ(nb->dir->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kOk);
+  EXPECT_EQ(out, "333\n");
+  EXPECT_EQ(oldB->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kGone);
+}
+
+TEST(DiscoveryOffScrapePath, AFailedWalkIsReportedToScrapes) {
+  Tree f;
+  Discovery d(f.options(1h));
+  ASSERT_TRUE(d.refresh().ok());
+  f.t.remove("memory");
+  EXPECT_FALSE(d.refresh().ok());
+  EXPECT_FALSE(d.tree().ok()) << "a scrape was handed the tree of before the failure";
+}
+
+TEST(DiscoveryOffScrapePath, WalkerWithIntervalZeroStartsNoThread) {
+  Tree f;
+  Discovery d(f.options(0ms));
+  DiscoveryWalker walker(d);
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(walker.walks(), 0u);
+}
+
+}  // namespace off_path
 
 }  // namespace
 }  // namespace memcg

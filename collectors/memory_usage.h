@@ -1,0 +1,23 @@
+// The memory_usage collector's options and flags (collectors/memory_usage.cpp).
+#pragma once
+
+#include <memory>
+
+#include "collectors/collector.h"
+#include "common/flag_spec.h"
+
+namespace memcg {
+
+struct MemoryUsageOptions {
+  /// --collector.memory_usage.kmem: also read v1 memory.kmem.* and
+  /// memory.kmem.tcp.* usage, peak and limit (6 files per cgroup; the kernel
+  /// deprecated them, and kmem is in memory.stat's totals anyway). Their
+  /// failcnt files are read by memory_events either way.
+  bool kmem = false;
+};
+
+FlagList memoryUsageFlags(MemoryUsageOptions& o);
+
+std::unique_ptr<Collector> makeMemoryUsageCollector(const MemoryUsageOptions& o);
+
+}  // namespace memcg

@@ -38,7 +38,8 @@ Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
     rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n);
     return !out.empty();
   };
-  const char* want = "want \"some|full <stall us> <window us>\", e.g. \"some 1000 500000\"";
+  const char* want =
+      "want \"some|full <stall us> <window us>\", e.g. \"some 1000 500000\"";
   if (!word(kind) || !word(stall) || !word(window) || word(extra) ||
       (kind != "some" && kind != "full")) {
     return makeError(EINVAL, std::string(text), want);
@@ -51,7 +52,8 @@ Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
   if (*w < 500000 || *w > 10000000)
     return makeError(EINVAL, std::string(text), "the window must be 500000..10000000 us");
   if (*s == 0 || *s > *w)
-    return makeError(EINVAL, std::string(text), "the stall must be > 0 and at most the window");
+    return makeError(EINVAL, std::string(text),
+                     "the stall must be > 0 and at most the window");
   t.stallUs = *s;
   t.windowUs = *w;
   return t;
@@ -61,7 +63,8 @@ Margins Controller::marginsLocked(const Prot& p, uint64_t limit) const {
   return effectiveMargins(p.p, limit, p.locked.adapt.extra, opts_.marginMaxFraction);
 }
 
-void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit, uint64_t threshold) {
+void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit,
+                       uint64_t threshold) {
   if (p->waiter.armFailed && p->waiter.armedFor == limit &&
       (v2_ || p->waiter.armedThreshold == threshold))
     return;
@@ -117,7 +120,8 @@ void Controller::armPsi(const std::shared_ptr<Prot>& p) {
     return;
   }
   p->waiter.psiFailed = true;
-  std::string why = fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
+  std::string why =
+      fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
   log::info("controller: no PSI trigger, waking on memory.events and the poll",
             kv("cgroup", p->p.cgroup) + " " + kv("err", why));
 }
@@ -162,11 +166,16 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
     rearm(p, r.limit, threshold);
     p->armed = p->waiter.eventFd.valid();
   }
-  if (v2_ && opts_.v2WakePsi && !p->waiter.psiFd.valid() && !p->waiter.psiFailed) armPsi(p);
+  if (v2_ && opts_.v2WakePsi && !p->waiter.psiFd.valid() && !p->waiter.psiFailed)
+    armPsi(p);
   std::lock_guard<std::mutex> g(mu_);
   p->locked.lastUsage = r.usage;
-  p->locked.lastLimit = r.limit;
-  p->locked.lastUnlimited = r.unlimited;
+  // A reading taken while a v1 nudge may have had the limit lowered keeps the
+  // last real limit (state() and the margin metrics resolve against it).
+  if (!busyBefore && !busyAfter) {
+    p->locked.lastLimit = r.limit;
+    p->locked.lastUnlimited = r.unlimited;
+  }
   if (r.unlimited || p->locked.removed) return;
   if (!marginShort(marginsLocked(*p, r.limit), r.usage, r.limit)) {
     p->locked.pendingSource = nullptr;
@@ -188,7 +197,8 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
   // limit lowered; not in dry-run (nothing is reclaimed, the margin stays short).
   if (p->locked.adaptPrimed && !busyBefore && !busyAfter && !opts_.dryRun &&
       opts_.marginMaxFraction > 0)
-    observeShortWake(p->locked.adapt, p->p, r.usage, r.limit, opts_.marginMaxFraction, now);
+    observeShortWake(p->locked.adapt, p->p, r.usage, r.limit, opts_.marginMaxFraction,
+                     now);
   p->locked.queued = true;
   p->locked.triggerAt = p->locked.pendingSource ? p->locked.pendingAt : now;
   p->locked.triggerSource = p->locked.pendingSource ? p->locked.pendingSource : source;

@@ -2,7 +2,11 @@
 // late wake, hold, narrow after a calm period, the bounds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "controller/margin_adapt.h"
+#include "controller/options.h"
 
 namespace memcg::controller {
 namespace {
@@ -138,6 +142,31 @@ TEST(MarginAdapt, PercentMarginsFollowTheLimit) {
   Margins m = effectiveMargins(p, 1000 * MiB, a.extra, kFrac);
   EXPECT_EQ(m.start, 300 * MiB);  // 100 + 2 x 100
   EXPECT_EQ(m.target, 400 * MiB);
+}
+
+TEST(MarginAdapt, TheMaxFractionFlag) {
+  ControllerOptions o;
+  EXPECT_EQ(o.marginMaxFraction, 0.5);
+  FlagList flags = controllerFlags(o);
+  auto it = std::find_if(flags.begin(), flags.end(), [](const FlagSpec& f) {
+    return f.name == "controller.margin-max-fraction";
+  });
+  ASSERT_NE(it, flags.end());
+  EXPECT_EQ(it->defaultText, "0.5");
+  it->set("0.25");
+  EXPECT_EQ(o.marginMaxFraction, 0.25);
+  it->set("0");
+  EXPECT_EQ(o.marginMaxFraction, 0.0);
+  for (const char* bad : {"0.9", "-0.1", "x", "0.3x", ""})
+    EXPECT_THROW(it->set(bad), std::invalid_argument) << bad;
+  EXPECT_EQ(o.marginMaxFraction, 0.0);
+}
+
+TEST(MarginAdapt, AZeroFractionNeverWidens) {
+  const Protection p = prot(64 * MiB, 128 * MiB);
+  Margins m = effectiveMargins(p, kLimit, 100 * MiB, 0);
+  EXPECT_EQ(m.start, 64 * MiB);
+  EXPECT_EQ(m.target, 128 * MiB);
 }
 
 }  // namespace

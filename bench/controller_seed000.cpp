@@ -34,14 +34,13 @@
 //   (--no-hog = --hosts idle; --hog-only = --hosts hog)
 #include <signal.h>
 #include <sys/mount.h>
-
 #include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,8 +51,8 @@
 #include "collectors/taskstats/taskstats_client.h"
 #include "common/log.h"
 #include "controller/controller.h"
-#include "tests/support/controller_live_support.h"
 #include "tests/support/controller_fixture.h"
+#include "tests/support/controller_live_support.h"
 
 using namespace memcg;
 using namespace memcg::controller;
@@ -67,8 +66,10 @@ struct Row {
   uint64_t failcnt = 0;
   double rclCount = 0, rclMs = 0;
   bool rclKnown = false;
-  double wall = 0, cpu = 0, p99 = 0, max = 0, ctlCpu = 0, actions = 0, reclaimed = 0, lat = 0;
-  double minMargin = 0;  ///< smallest limit - usage seen by a reclaim of the run (audit log)
+  double wall = 0, cpu = 0, p99 = 0, max = 0, ctlCpu = 0, actions = 0, reclaimed = 0,
+         lat = 0;
+  double minMargin =
+      0;  ///< smallest limit - usage seen by a reclaim of the run (audit log)
 };
 
 double metric(const metrics::Sink& s, const std::string& name, bool histSum = false) {
@@ -76,7 +77,8 @@ double metric(const metrics::Sink& s, const std::string& name, bool histSum = fa
   for (const auto& f : s.families()) {
     if (f.desc->name != name) continue;
     for (const auto& x : f.samples) v += x.value;
-    for (const auto& h : f.histograms) v += histSum ? h.sum : static_cast<double>(h.count);
+    for (const auto& h : f.histograms)
+      v += histSum ? h.sum : static_cast<double>(h.count);
   }
   return v;
 }
@@ -90,14 +92,16 @@ double median(std::vector<double> v) {
 
 void header() {
   std::printf("%-4s %3s %8s %7s %9s %7s %7s %7s %8s %8s %7s %9s %7s %8s\n", "mode", "run",
-              "failcnt", "rcl_n", "rcl_ms", "wall_s", "rd_cpu", "p99_ms", "max_ms", "ctl_cpu",
-              "actions", "recl_MiB", "lat_ms", "minm_MiB");
+              "failcnt", "rcl_n", "rcl_ms", "wall_s", "rd_cpu", "p99_ms", "max_ms",
+              "ctl_cpu", "actions", "recl_MiB", "lat_ms", "minm_MiB");
 }
 
 void printRow(const char* mode, int run, const Row& r) {
-  std::printf("%-4s %3d %8llu %7.0f %9.2f %7.3f %7.3f %7.2f %8.2f %8.3f %7.0f %9.0f %7.2f %8.1f\n",
-              mode, run, (unsigned long long)r.failcnt, r.rclCount, r.rclMs, r.wall, r.cpu, r.p99,
-              r.max, r.ctlCpu, r.actions, r.reclaimed / kMiB, r.lat * 1000, r.minMargin / kMiB);
+  std::printf(
+      "%-4s %3d %8llu %7.0f %9.2f %7.3f %7.3f %7.2f %8.2f %8.3f %7.0f %9.0f %7.2f "
+      "%8.1f\n",
+      mode, run, (unsigned long long)r.failcnt, r.rclCount, r.rclMs, r.wall, r.cpu, r.p99,
+      r.max, r.ctlCpu, r.actions, r.reclaimed / kMiB, r.lat * 1000, r.minMargin / kMiB);
 }
 
 Row medianRow(const std::vector<Row>& v) {
@@ -146,62 +150,8 @@ std::streamoff fileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
-/// Runs a command; true on exit status 0.
-bool sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
-
-/// An ext4 image in /dev/shm on a loop device, mounted under /var/tmp; all
-/// named memcg_exporter_test_seed000_<pid>; undone on destruction.
-class FastFs {
- public:
-  explicit FastFs(uint64_t bytes) {
-    std::string pid = std::to_string(::getpid());
-    image_ = "/dev/shm/memcg_exporter_test_seed000_" + pid + ".img";
-    mnt_ = "/var/tmp/memcg_exporter_test_seed000_" + pid + "_mnt";
-    if (!sh("truncate -s " + std::to_string(bytes) + " " + image_) ||
-        !sh("mkfs.ext4 -q -F " + image_ + " >/dev/null 2>&1")) {
-      std::fprintf(stderr, "fast reader: cannot make an ext4 image at %s\n", image_.c_str());
-      return;
-    }
-    FILE* p = ::popen(("losetup --find --show " + image_).c_str(), "r");
-    char line[256] = {};
-    if (p) {
-      if (!std::fgets(line, sizeof line, p)) line[0] = 0;
-      ::pclose(p);
-    }
-    dev_ = line;
-    while (!dev_.empty() && (dev_.back() == '\n' || dev_.back() == ' ')) dev_.pop_back();
-    if (dev_.rfind("/dev/loop", 0) != 0) {
-      std::fprintf(stderr, "fast reader: losetup failed for %s\n", image_.c_str());
-      dev_.clear();
-      return;
-    }
-    if (::mkdir(mnt_.c_str(), 0700) != 0 && errno != EEXIST) return;
-    madeMnt_ = true;
-    if (::mount(dev_.c_str(), mnt_.c_str(), "ext4", 0, nullptr) != 0) {
-      std::fprintf(stderr, "fast reader: mount %s: %s\n", dev_.c_str(), std::strerror(errno));
-      return;
-    }
-    mounted_ = true;
-  }
-  ~FastFs() {
-    if (mounted_) ::umount2(mnt_.c_str(), 0);
-    if (madeMnt_) ::rmdir(mnt_.c_str());
-    if (!dev_.empty()) sh("losetup -d " + dev_);
-    if (!image_.empty()) ::unlink(image_.c_str());
-  }
-  FastFs(const FastFs&) = delete;
-  FastFs& operator=(const FastFs&) = delete;
-  bool ok() const { return mounted_; }
-  std::string file() const { return mnt_ + "/memcg_exporter_test_seed000.dat"; }
-  const std::string& device() const { return dev_; }
-
- private:
-  std::string image_, mnt_, dev_;
-  bool madeMnt_ = false, mounted_ = false;
-};
-
 // Owned here so a signal can undo them (exit() runs static destructors).
-std::unique_ptr<FastFs> gFast;
+std::unique_ptr<lv::FastFs> gFast;
 std::unique_ptr<lv::TestCgroup> gCg;
 std::unique_ptr<lv::CpuHogs> gHogs;
 std::string gDiskFile;
@@ -259,13 +209,15 @@ void printVerdict(const Verdict& v) {
   const Row& a = v.off;
   const Row& b = v.on;
   std::printf("\n%s: medians of the interleaved runs\n", v.name.c_str());
-  std::printf("| mode | failcnt | RECLAIM count | RECLAIM total ms | avg us | wall s | reader CPU s "
-              "| controller CPU ms |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| mode | failcnt | RECLAIM count | RECLAIM total ms | avg us | wall s | reader "
+      "CPU s "
+      "| controller CPU ms |\n|---|---|---|---|---|---|---|---|\n");
   for (const auto* r : {&a, &b}) {
     double avg = r->rclCount > 0 ? r->rclMs * 1000 / r->rclCount : 0;
     std::printf("| %s | %llu | %.0f | %.1f | %.1f | %.3f | %.3f | %.1f |\n",
-                r == &a ? "off" : "on", (unsigned long long)r->failcnt, r->rclCount, r->rclMs,
-                avg, r->wall, r->cpu, r == &a ? 0.0 : r->ctlCpu * 1000);
+                r == &a ? "off" : "on", (unsigned long long)r->failcnt, r->rclCount,
+                r->rclMs, avg, r->wall, r->cpu, r == &a ? 0.0 : r->ctlCpu * 1000);
   }
   double removedMs = a.rclMs - b.rclMs;
   double ratio = removedMs > 0 ? b.ctlCpu * 1000 / removedMs : NAN;
@@ -273,11 +225,14 @@ void printVerdict(const Verdict& v) {
   double rc = pctDown(a.rclCount, b.rclCount);
   double st = pctDown(a.rclMs, b.rclMs);
   bool ok = a.rclKnown && rc >= 95 && st >= 95 && ratio <= 1.5;
-  std::printf("failcnt -%.1f%%, RECLAIM count -%.1f%%, stall -%.1f%% (%.1f ms removed); "
-              "controller CPU %.1f ms = %.2fx the stall removed; reader CPU saved %.1f ms; "
-              "target (>= 95%% / <= 1.5x): %s\n",
-              fc, rc, st, removedMs, b.ctlCpu * 1000, ratio, (a.cpu - b.cpu) * 1000,
-              !a.rclKnown ? "UNKNOWN (no taskstats RECLAIM delay)" : ok ? "MET" : "MISSED");
+  std::printf(
+      "failcnt -%.1f%%, RECLAIM count -%.1f%%, stall -%.1f%% (%.1f ms removed); "
+      "controller CPU %.1f ms = %.2fx the stall removed; reader CPU saved %.1f ms; "
+      "target (>= 95%% / <= 1.5x): %s\n",
+      fc, rc, st, removedMs, b.ctlCpu * 1000, ratio, (a.cpu - b.cpu) * 1000,
+      !a.rclKnown ? "UNKNOWN (no taskstats RECLAIM delay)"
+      : ok        ? "MET"
+                  : "MISSED");
 }
 
 }  // namespace
@@ -292,19 +247,32 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--file") file = next();
-    else if (a == "--size-mib") sizeMiB = std::stoull(next());
-    else if (a == "--limit-mib") limitMiB = std::stoull(next());
-    else if (a == "--runs") runs = std::stoi(next());
-    else if (a == "--start-mib") startMiB = std::stoull(next());
-    else if (a == "--target-mib") targetMiB = std::stoull(next());
-    else if (a == "--readers") readers = next();
-    else if (a == "--hosts") hosts = next();
-    else if (a == "--no-hog") hosts = "idle";
-    else if (a == "--hog-only") hosts = "hog";
-    else if (a == "--sched") sched = next();
-    else if (a == "--keep-file") gKeep = true;
-    else if (a == "--audit") auditPath = next();
+    if (a == "--file")
+      file = next();
+    else if (a == "--size-mib")
+      sizeMiB = std::stoull(next());
+    else if (a == "--limit-mib")
+      limitMiB = std::stoull(next());
+    else if (a == "--runs")
+      runs = std::stoi(next());
+    else if (a == "--start-mib")
+      startMiB = std::stoull(next());
+    else if (a == "--target-mib")
+      targetMiB = std::stoull(next());
+    else if (a == "--readers")
+      readers = next();
+    else if (a == "--hosts")
+      hosts = next();
+    else if (a == "--no-hog")
+      hosts = "idle";
+    else if (a == "--hog-only")
+      hosts = "hog";
+    else if (a == "--sched")
+      sched = next();
+    else if (a == "--keep-file")
+      gKeep = true;
+    else if (a == "--audit")
+      auditPath = next();
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -333,7 +301,7 @@ int main(int argc, char** argv) {
       }
       files.emplace_back("disk", file);
     } else if (r == "fast") {
-      gFast = std::make_unique<FastFs>(sizeMiB * kMiB + 256 * kMiB);
+      gFast = std::make_unique<lv::FastFs>("seed000", sizeMiB * kMiB + 256 * kMiB);
       if (!gFast->ok() || !lv::ensureFile(gFast->file(), sizeMiB * kMiB)) {
         std::fprintf(stderr, "fast reader unavailable: skipped\n");
         gFast.reset();
@@ -358,10 +326,11 @@ int main(int argc, char** argv) {
   opts.auditLog = auditPath.empty() ? tmp.path("audit.jsonl") : auditPath;
   opts.schedPolicy = sched;
 
-  std::printf("seed 000: %llu MiB file through a %llu MiB memcg, margins start %llu / target "
-              "%llu MiB, %d interleaved runs per mode, controller threads sched=%s\n",
-              (unsigned long long)sizeMiB, (unsigned long long)limitMiB,
-              (unsigned long long)startMiB, (unsigned long long)targetMiB, runs, sched.c_str());
+  std::printf(
+      "seed 000: %llu MiB file through a %llu MiB memcg, margins start %llu / target "
+      "%llu MiB, %d interleaved runs per mode, controller threads sched=%s\n",
+      (unsigned long long)sizeMiB, (unsigned long long)limitMiB,
+      (unsigned long long)startMiB, (unsigned long long)targetMiB, runs, sched.c_str());
 
   auto one = [&](const std::string& path, bool protect) {
     Row row;
@@ -396,7 +365,8 @@ int main(int argc, char** argv) {
       row.actions = metric(s, "memcg_controller_actions_total");
       row.reclaimed = metric(s, "memcg_controller_reclaimed_bytes_total");
       double n = metric(s, "memcg_controller_trigger_to_reclaim_seconds");
-      row.lat = n > 0 ? metric(s, "memcg_controller_trigger_to_reclaim_seconds", true) / n : 0;
+      row.lat =
+          n > 0 ? metric(s, "memcg_controller_trigger_to_reclaim_seconds", true) / n : 0;
       c->stop();
       row.minMargin = minMarginSince(opts.auditLog, auditAt);
     }
@@ -405,12 +375,14 @@ int main(int argc, char** argv) {
   };
 
   std::vector<Verdict> verdicts;
-  auto setup = [&](const std::string& reader, const std::string& path, const std::string& host) {
-    std::string title = reader + " reader, " +
-                        (host == "idle" ? std::string("idle host")
-                                        : "CPU hog on every core (" +
-                                              std::to_string(std::thread::hardware_concurrency()) +
-                                              " spinners outside the memcg)");
+  auto setup = [&](const std::string& reader, const std::string& path,
+                   const std::string& host) {
+    std::string title =
+        reader + " reader, " +
+        (host == "idle" ? std::string("idle host")
+                        : "CPU hog on every core (" +
+                              std::to_string(std::thread::hardware_concurrency()) +
+                              " spinners outside the memcg)");
     std::printf("\n== %s ==\n", title.c_str());
     header();
     std::vector<Row> off, on;
@@ -434,7 +406,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown host setup %s (idle, hog)\n", host.c_str());
       return 2;
     }
-    if (host == "hog") gHogs = std::make_unique<lv::CpuHogs>(std::thread::hardware_concurrency());
+    if (host == "hog")
+      gHogs = std::make_unique<lv::CpuHogs>(std::thread::hardware_concurrency());
     for (const auto& [reader, path] : files) setup(reader, path, host);
     gHogs.reset();
   }

@@ -63,6 +63,7 @@
 #include "controller/actuator.h"
 #include "controller/audit_log.h"
 #include "controller/journal.h"
+#include "controller/margin_adapt.h"
 #include "controller/options.h"
 #include "controller/protection.h"
 #include "controller/state.h"
@@ -139,7 +140,9 @@ class Controller {
              std::string& buf, bool& retrySoon);
   void armPsi(const std::shared_ptr<Prot>& p);
   std::string wakeName(const Prot& p) const;
-  void rearm(const std::shared_ptr<Prot>& p, uint64_t limit);
+  void rearm(const std::shared_ptr<Prot>& p, uint64_t limit, uint64_t threshold);
+  /// The margins in force for p at this limit (mu_ held).
+  Margins marginsLocked(const Prot& p, uint64_t limit) const;
   void episode(const std::shared_ptr<Prot>& p);
   void record(const Prot& p, const ReclaimResult& r, bool first);
   void wakeWaiter();

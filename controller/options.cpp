@@ -72,6 +72,25 @@ FlagList controllerFlags(ControllerOptions& o) {
          }
        },
        "events,psi"},
+      {"controller.margin-max-fraction",
+       "Largest fraction of a protected cgroup's limit the adaptive start margin may "
+       "widen to while the controller's wakes come late (0: the configured margins only).",
+       false,
+       [&o](const std::string& v) {
+         double f = -1;
+         try {
+           size_t n = 0;
+           f = std::stod(v, &n);
+           if (n != v.size()) f = -1;
+         } catch (const std::exception&) {
+           f = -1;
+         }
+         if (!(f >= 0 && f <= 0.75))
+           throw std::invalid_argument(
+               "--controller.margin-max-fraction must be a number in 0..0.75, got \"" + v + "\"");
+         o.marginMaxFraction = f;
+       },
+       "0.5"},
       {"controller.psi-trigger",
        "PSI trigger the controller writes to a protected v2 cgroup's memory.pressure: "
        "\"some|full <stall us> <window us>\" (window 500000..10000000).",

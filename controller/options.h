@@ -37,6 +37,10 @@ struct ControllerOptions {
   /// memory.pressure (Documentation/accounting/psi.rst; the kernel takes
   /// windows of 500 ms to 10 s and fires at most once per window).
   std::string psiTrigger = "some 1000 500000";
+  /// --controller.margin-max-fraction: the adaptive start margin
+  /// (margin_adapt.h) widens up to this fraction of the limit; 0 = no
+  /// adaptation (the configured margins only). 0 <= f <= 0.75.
+  double marginMaxFraction = 0.5;
   int maxNudgesPerEpisode = 8;  ///< lower-and-restore pairs per trigger at most
   double cpuBudget = 0.5;       ///< controller worker CPU, fraction of one CPU per 1 s window
   uint64_t maxBytesPerSecond = 8ull << 30;  ///< reclaim rate cap (token bucket, 1 s burst)

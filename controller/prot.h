@@ -18,6 +18,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "controller/controller.h"
+#include "controller/margin_adapt.h"
 
 namespace memcg::controller {
 
@@ -31,6 +32,7 @@ struct Controller::Prot {
   struct WaiterOwned {
     Fd eventFd;                     // v1 threshold eventfd, or v2 memory.events fd
     uint64_t armedFor = 0;          // the limit the threshold was armed for
+    uint64_t armedThreshold = 0;    // v1: the usage threshold armed (limit - effective start)
     bool armFailed = false;         // polling only (fixture, no event_control)
     Fd psiFd;                       // v2 PSI trigger on memory.pressure
     bool psiFailed = false;         // no PSI for this cgroup: the other sources only
@@ -52,6 +54,11 @@ struct Controller::Prot {
     Clock::time_point pendingAt{};
     const char* pendingSource = nullptr;
     Clock::time_point cooldownUntil{};
+    MarginAdapt adapt;  // the widening of the margins in force (margin_adapt.h)
+    // A check found the margin at or above the start margin, or an episode
+    // ended, since protect: only then is a short margin at wake an overshoot
+    // (the margin short at protect time is the workload's state, not lateness).
+    bool adaptPrimed = false;
     uint64_t lastUsage = 0;
     uint64_t lastLimit = 0;
     bool lastUnlimited = true;

@@ -9,6 +9,14 @@ namespace memcg::controller {
 ControllerDescs::ControllerDescs()
     : protectedCgroups(nodeGauge("memcg_controller_protected_cgroups",
                                  "Cgroups under controller protection.")),
+      protectedCgroup(cgroupGauge("memcg_controller_protected",
+                                  "1 for each cgroup under controller protection.")),
+      margin(cgroupGauge(
+          "memcg_controller_margin_bytes",
+          "A protected cgroup's margins below its limit, bytes: start and target as "
+          "configured (percent forms resolved at the last limit read), start_effective the "
+          "start margin in force (the adaptive widening included).",
+          {"margin"})),
       reclaimed(cgroupCounter(
           "memcg_controller_reclaimed_bytes_total",
           "Bytes reclaimed by the controller, by actuator (v1: usage before "
@@ -37,8 +45,8 @@ ControllerDescs::ControllerDescs()
       dryRunMode(nodeGauge("memcg_controller_dry_run", "1 if the controller is in dry-run mode.")) {}
 
 std::vector<const metrics::Desc*> ControllerDescs::all() const {
-  return {&protectedCgroups, &reclaimed, &actions,   &latency,   &cpu,
-          &dryRun,           &restores,  &throttled, &dryRunMode};
+  return {&protectedCgroups, &protectedCgroup, &margin,   &reclaimed, &actions,   &latency,
+          &cpu,              &dryRun,          &restores, &throttled, &dryRunMode};
 }
 
 nlohmann::json Controller::state() const {
@@ -46,9 +54,24 @@ nlohmann::json Controller::state() const {
   std::lock_guard<std::mutex> g(mu_);
   for (const auto& [label, p] : prots_) {
     const uint64_t margin = marginBytes(p->locked.lastUsage, p->locked.lastLimit);
+    const uint64_t limit = p->locked.lastLimit;
+    const Margins inForce = marginsLocked(*p, limit);
+    const MarginAdapt& a = p->locked.adapt;
     nlohmann::json j = {{"cgroup", label},
                         {"start_margin_bytes", p->p.startBytes(p->locked.lastLimit)},
                         {"target_margin_bytes", p->p.targetBytes(p->locked.lastLimit)},
+                        {"start_margin_effective_bytes", inForce.start},
+                        {"target_margin_effective_bytes", inForce.target},
+                        {"margin_adapt",
+                         {{"enabled", opts_.marginMaxFraction > 0},
+                          {"max_fraction", opts_.marginMaxFraction},
+                          {"start_ceiling_bytes",
+                           startCeiling(p->p, limit, opts_.marginMaxFraction)},
+                          {"extra_bytes", inForce.start - p->p.startBytes(limit)},
+                          {"last_overshoot_bytes", a.lastOvershoot},
+                          {"max_overshoot_bytes", a.maxOvershoot},
+                          {"widenings", a.widenings},
+                          {"narrowings", a.narrowings}}},
                         {"floor_bytes", p->p.floorBytes},
                         {"usage_bytes", p->locked.lastUsage},
                         {"limit_bytes", p->locked.lastUnlimited ? nlohmann::json(nullptr)
@@ -92,6 +115,15 @@ nlohmann::json Controller::state() const {
 void Controller::collect(metrics::Sink& sink) const {
   std::lock_guard<std::mutex> g(mu_);
   sink.add(descs_.protectedCgroups, {}, static_cast<double>(prots_.size()));
+  for (const auto& [label, p] : prots_) {
+    std::string_view l = sink.keep(label);
+    const uint64_t limit = p->locked.lastLimit;
+    const Margins inForce = marginsLocked(*p, limit);
+    sink.add(descs_.protectedCgroup, {l}, 1.0);
+    sink.add(descs_.margin, {l, "start"}, static_cast<double>(p->p.startBytes(limit)));
+    sink.add(descs_.margin, {l, "target"}, static_cast<double>(p->p.targetBytes(limit)));
+    sink.add(descs_.margin, {l, "start_effective"}, static_cast<double>(inForce.start));
+  }
   for (const auto& [label, c] : counters_) {
     std::string_view l = sink.keep(label);
     for (const auto& [act, bytes] : c.reclaimed) {

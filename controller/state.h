@@ -29,8 +29,8 @@ struct ActionCounters {
 /// Every metric the controller exports.
 struct ControllerDescs {
   ControllerDescs();
-  metrics::Desc protectedCgroups, reclaimed, actions, latency, cpu, dryRun, restores,
-      throttled, dryRunMode;
+  metrics::Desc protectedCgroups, protectedCgroup, margin, reclaimed, actions, latency, cpu,
+      dryRun, restores, throttled, dryRunMode;
   std::vector<const metrics::Desc*> all() const;
 };
 

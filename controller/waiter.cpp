@@ -38,7 +38,8 @@ Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
     rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n);
     return !out.empty();
   };
-  const char* want = "want \"some|full <stall us> <window us>\", e.g. \"some 1000 500000\"";
+  const char* want =
+      "want \"some|full <stall us> <window us>\", e.g. \"some 1000 500000\"";
   if (!word(kind) || !word(stall) || !word(window) || word(extra) ||
       (kind != "some" && kind != "full")) {
     return makeError(EINVAL, std::string(text), want);
@@ -51,24 +52,32 @@ Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
   if (*w < 500000 || *w > 10000000)
     return makeError(EINVAL, std::string(text), "the window must be 500000..10000000 us");
   if (*s == 0 || *s > *w)
-    return makeError(EINVAL, std::string(text), "the stall must be > 0 and at most the window");
+    return makeError(EINVAL, std::string(text),
+                     "the stall must be > 0 and at most the window");
   t.stallUs = *s;
   t.windowUs = *w;
   return t;
 }
 
-void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit) {
-  if (p->waiter.armFailed && p->waiter.armedFor == limit) return;
+Margins Controller::marginsLocked(const Prot& p, uint64_t limit) const {
+  return effectiveMargins(p.p, limit, p.locked.adapt.extra, opts_.marginMaxFraction);
+}
+
+void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit,
+                       uint64_t threshold) {
+  if (p->waiter.armFailed && p->waiter.armedFor == limit &&
+      (v2_ || p->waiter.armedThreshold == threshold))
+    return;
   if (p->waiter.eventFd.valid()) {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p->waiter.eventFd.get(), nullptr);
     p->waiter.eventFd.reset();
   }
   p->waiter.armedFor = limit;
+  p->waiter.armedThreshold = threshold;
   p->waiter.armFailed = false;
   struct epoll_event ev {};
   ev.data.u64 = epollKey(p->id, false);
   if (!v2_) {
-    const uint64_t threshold = v1Threshold(p->p, limit);
     auto efd = actuator_->armV1Threshold(*p->dir, p->p.cgroup, threshold);
     if (!efd) {
       p->waiter.armFailed = true;
@@ -111,7 +120,8 @@ void Controller::armPsi(const std::shared_ptr<Prot>& p) {
     return;
   }
   p->waiter.psiFailed = true;
-  std::string why = fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
+  std::string why =
+      fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
   log::info("controller: no PSI trigger, waking on memory.events and the poll",
             kv("cgroup", p->p.cgroup) + " " + kv("err", why));
 }
@@ -137,26 +147,39 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
   }
   if (!r.ok) return;
   bool busyAfter;
+  uint64_t threshold = 0;
   {
     std::lock_guard<std::mutex> g(mu_);
     busyAfter = p->locked.busy;
+    if (!r.unlimited && !busyBefore && !busyAfter) {
+      // Narrowing only between episodes, so the limit read is the real one.
+      narrowIfCalm(p->locked.adapt, p->p, r.limit, opts_.marginMaxFraction, now);
+    }
+    threshold = v1Threshold(marginsLocked(*p, r.limit), r.limit);
   }
   // Not while a v1 nudge may be in flight: the limit read may be the lowered
   // one, and re-arming for it (then back) would leave a window with no
   // threshold at the right place.
   if (!r.unlimited && !busyBefore && !busyAfter &&
-      (!p->waiter.eventFd.valid() || p->waiter.armedFor != r.limit)) {
-    rearm(p, r.limit);
+      (!p->waiter.eventFd.valid() || p->waiter.armedFor != r.limit ||
+       (!v2_ && p->waiter.armedThreshold != threshold))) {
+    rearm(p, r.limit, threshold);
     p->armed = p->waiter.eventFd.valid();
   }
-  if (v2_ && opts_.v2WakePsi && !p->waiter.psiFd.valid() && !p->waiter.psiFailed) armPsi(p);
+  if (v2_ && opts_.v2WakePsi && !p->waiter.psiFd.valid() && !p->waiter.psiFailed)
+    armPsi(p);
   std::lock_guard<std::mutex> g(mu_);
   p->locked.lastUsage = r.usage;
-  p->locked.lastLimit = r.limit;
-  p->locked.lastUnlimited = r.unlimited;
+  // A reading taken while a v1 nudge may have had the limit lowered keeps the
+  // last real limit (state() and the margin metrics resolve against it).
+  if (!busyBefore && !busyAfter) {
+    p->locked.lastLimit = r.limit;
+    p->locked.lastUnlimited = r.unlimited;
+  }
   if (r.unlimited || p->locked.removed) return;
-  if (!marginShort(p->p, r.usage, r.limit)) {
+  if (!marginShort(marginsLocked(*p, r.limit), r.usage, r.limit)) {
     p->locked.pendingSource = nullptr;
+    if (!busyBefore && !busyAfter) p->locked.adaptPrimed = true;
     return;
   }
   if (p->locked.queued || p->locked.busy) return;
@@ -169,6 +192,13 @@ void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
     }
     return;
   }
+  // The overshoot of the wake that queues the episode adapts the margins
+  // (margin_adapt.h); not from a reading taken while a nudge may have had the
+  // limit lowered; not in dry-run (nothing is reclaimed, the margin stays short).
+  if (p->locked.adaptPrimed && !busyBefore && !busyAfter && !opts_.dryRun &&
+      opts_.marginMaxFraction > 0)
+    observeShortWake(p->locked.adapt, p->p, r.usage, r.limit, opts_.marginMaxFraction,
+                     now);
   p->locked.queued = true;
   p->locked.triggerAt = p->locked.pendingSource ? p->locked.pendingAt : now;
   p->locked.triggerSource = p->locked.pendingSource ? p->locked.pendingSource : source;

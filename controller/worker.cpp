@@ -44,6 +44,7 @@ void Controller::workerLoop() {
     {
       std::lock_guard<std::mutex> g(mu_);
       p->locked.busy = false;
+      p->locked.adaptPrimed = true;
       removed = p->locked.removed;
       int cd = opts_.dryRun ? std::max(opts_.cooldownMs, 1000) : opts_.cooldownMs;
       p->locked.cooldownUntil = Clock::now() + std::chrono::milliseconds(cd);
@@ -109,7 +110,11 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
     Reading r = readUsage(*p, buf);
     if (!r.ok || r.unlimited) return;
     // reclaimNeed: to the target margin (at least the start margin).
-    uint64_t need = reclaimNeed(p->p, r.usage, r.limit);
+    uint64_t need;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      need = reclaimNeed(marginsLocked(*p, r.limit), r.usage, r.limit);
+    }
     if (need == 0) return;
     if (opts_.dryRun) {
       {

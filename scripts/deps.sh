@@ -16,7 +16,7 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libciv
 # validator, installed into the build tree) come with this machine kind's image; Debian's
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
-      python3-yaml python3-snappy dpkg-dev binutils systemd)
+      python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -33,7 +36,8 @@ inline std::string skipReason() {
   if (::geteuid() != 0) return "needs root (writes cgroup v1 memory limits)";
   struct stat st {};
   if (::stat((std::string(kV1Root) + "/memory.limit_in_bytes").c_str(), &st) != 0)
-    return "needs cgroup v1 memory at /sys/fs/cgroup/memory (the v2 path is covered by fixtures "
+    return "needs cgroup v1 memory at /sys/fs/cgroup/memory (the v2 path is covered by "
+           "fixtures "
            "and the qemu lane)";
   return {};
 }
@@ -63,7 +67,8 @@ inline uint64_t readU64(const std::string& path) {
 /// The calling thread's on-CPU time from /proc/thread-self/schedstat (ns).
 inline double selfSchedSeconds() {
   std::string s = readText("/proc/thread-self/schedstat");
-  return s.empty() ? 0 : static_cast<double>(std::stoull(s.substr(0, s.find(' ')))) * 1e-9;
+  return s.empty() ? 0
+                   : static_cast<double>(std::stoull(s.substr(0, s.find(' ')))) * 1e-9;
 }
 
 /// A memcg named memcg_exporter_test_ctl_<pid>_<suffix>, removed (after
@@ -108,10 +113,68 @@ class TestCgroup {
   std::string path_;
 };
 
+/// Runs a shell command; true on exit status 0.
+inline bool sh(const std::string& cmd) { return std::system(cmd.c_str()) == 0; }
+
+/// A fast filesystem for a fast reader (~3-8 GB/s here): an ext4 image in
+/// /dev/shm on a loop device, mounted under /var/tmp; all named
+/// memcg_exporter_test_<tag>_<pid>; unmounted, detached and removed on
+/// destruction (also when a test fails: scope exit).
+class FastFs {
+ public:
+  FastFs(const std::string& tag, uint64_t bytes) {
+    std::string pid = std::to_string(::getpid());
+    name_ = "memcg_exporter_test_" + tag + "_" + pid;
+    image_ = "/dev/shm/" + name_ + ".img";
+    mnt_ = "/var/tmp/" + name_ + "_mnt";
+    if (!sh("truncate -s " + std::to_string(bytes) + " " + image_) ||
+        !sh("mkfs.ext4 -q -F " + image_ + " >/dev/null 2>&1")) {
+      std::fprintf(stderr, "fast fs: cannot make an ext4 image at %s\n", image_.c_str());
+      return;
+    }
+    FILE* p = ::popen(("losetup --find --show " + image_).c_str(), "r");
+    char line[256] = {};
+    if (p) {
+      if (!std::fgets(line, sizeof line, p)) line[0] = 0;
+      ::pclose(p);
+    }
+    dev_ = line;
+    while (!dev_.empty() && (dev_.back() == '\n' || dev_.back() == ' ')) dev_.pop_back();
+    if (dev_.rfind("/dev/loop", 0) != 0) {
+      std::fprintf(stderr, "fast fs: losetup failed for %s\n", image_.c_str());
+      dev_.clear();
+      return;
+    }
+    if (::mkdir(mnt_.c_str(), 0700) != 0 && errno != EEXIST) return;
+    madeMnt_ = true;
+    if (::mount(dev_.c_str(), mnt_.c_str(), "ext4", 0, nullptr) != 0) {
+      std::fprintf(stderr, "fast fs: mount %s: %s\n", dev_.c_str(), std::strerror(errno));
+      return;
+    }
+    mounted_ = true;
+  }
+  ~FastFs() {
+    if (mounted_) ::umount2(mnt_.c_str(), 0);
+    if (madeMnt_) ::rmdir(mnt_.c_str());
+    if (!dev_.empty()) sh("losetup -d " + dev_);
+    if (!image_.empty()) ::unlink(image_.c_str());
+  }
+  FastFs(const FastFs&) = delete;
+  FastFs& operator=(const FastFs&) = delete;
+  bool ok() const { return mounted_; }
+  std::string file() const { return mnt_ + "/" + name_ + ".dat"; }
+  const std::string& device() const { return dev_; }
+
+ private:
+  std::string name_, image_, mnt_, dev_;
+  bool madeMnt_ = false, mounted_ = false;
+};
+
 /// Creates `path` with `bytes` of non-zero data unless it already has that size.
 inline bool ensureFile(const std::string& path, uint64_t bytes) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == bytes) return true;
+  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == bytes)
+    return true;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   std::vector<char> buf(1 << 20);
@@ -146,7 +209,7 @@ struct ReaderResult {
   double slowReadsMs = 0;  ///< total time in reads slower than 1 ms
   double sysSeconds = 0;   ///< the reader's system CPU
   double userSeconds = 0;
-  double cpuSeconds = 0;   ///< the reader's on-CPU time (schedstat, precise)
+  double cpuSeconds = 0;  ///< the reader's on-CPU time (schedstat, precise)
   // Filled by the caller's in-child hook, if any (e.g. taskstats RECLAIM delay).
   bool reclaimDelayKnown = false;
   uint64_t reclaimDelayCount = 0;
@@ -158,9 +221,10 @@ struct ReaderResult {
 using ReaderHook = std::function<void(ReaderResult&)>;
 
 /// Forks a reader that joins `cgroupPath` and streams `file` in 128 KiB reads
-/// (as cat does), timing each read(). Waits for it.
+/// (as cat does; `readBytes` for larger), timing each read(). Waits for it.
 inline ReaderResult runReader(const std::string& cgroupPath, const std::string& file,
-                              const ReaderHook& inChild = {}) {
+                              const ReaderHook& inChild = {},
+                              size_t readBytes = 128 << 10) {
   int p[2];
   ReaderResult res;
   if (::pipe2(p, O_CLOEXEC) != 0) return res;
@@ -171,7 +235,7 @@ inline ReaderResult runReader(const std::string& cgroupPath, const std::string& 
     if (!writeText(cgroupPath + "/cgroup.procs", std::to_string(::getpid()))) _exit(2);
     int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) _exit(3);
-    std::vector<char> buf(128 << 10);
+    std::vector<char> buf(readBytes);
     std::vector<float> lat;
     lat.reserve(1 << 14);
     uint64_t total = 0;
@@ -184,7 +248,8 @@ inline ReaderResult runReader(const std::string& cgroupPath, const std::string& 
       total += static_cast<uint64_t>(n);
       lat.push_back(std::chrono::duration<float, std::milli>(b - a).count());
     }
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ReaderResult r;
     r.cpuSeconds = selfSchedSeconds();
     r.ok = true;
@@ -244,6 +309,5 @@ inline double processCpuSeconds() {
   ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
-
 
 }  // namespace memcg::controller::live

@@ -13,7 +13,10 @@ TEST(ControllerState, MetricTableNamesEveryMetricOnce) {
   ControllerDescs d;
   std::set<std::string> names;
   for (const auto* m : d.all()) EXPECT_TRUE(names.insert(m->name).second) << m->name;
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 11u);
+  EXPECT_TRUE(names.count("memcg_controller_margin_bytes"));
+  EXPECT_TRUE(names.count("memcg_controller_protected"));
+  EXPECT_EQ(d.margin.labels, (std::vector<std::string>{"cgroup", "margin"}));
   EXPECT_TRUE(names.count("memcg_controller_trigger_to_reclaim_seconds"));
   EXPECT_EQ(d.latency.type, metrics::Type::kHistogram);
   EXPECT_EQ(d.latency.buckets.size(), 12u);

@@ -4,26 +4,6 @@
 
 namespace memcg::tracing {
 
-void StallHistogram::observe(uint64_t ns) {
-  // Linear scan: stalls cluster in the low buckets, and 22 compares beat a
-  // branchy binary search at this size.
-  size_t i = 0;
-  while (i < kStallBoundsNs.size() && ns > kStallBoundsNs[i]) ++i;
-  ++buckets[i];
-  ++count;
-  sum_ns += ns;
-}
-
-std::array<uint64_t, kStallBoundsNs.size() + 1> StallHistogram::cumulative() const {
-  std::array<uint64_t, kStallBoundsNs.size() + 1> c{};
-  uint64_t run = 0;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    run += buckets[i];
-    c[i] = run;
-  }
-  return c;
-}
-
 const char* reclaimKindName(ReclaimKind k) {
   switch (k) {
     case ReclaimKind::kDirect:

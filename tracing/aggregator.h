@@ -28,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "metrics/histogram.h"
 #include "tracing/cgroup_resolver.h"
 #include "tracing/events.h"
 #include "tracing/lock_stats.h"
@@ -40,22 +41,11 @@ inline constexpr std::array<uint64_t, 22> kStallBoundsNs = {
     100'000,       250'000,       500'000,       1'000'000,     2'500'000,   5'000'000,
     10'000'000,    25'000'000,    50'000'000,    100'000'000,   250'000'000, 500'000'000,
     1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+inline constexpr metrics::BucketLayout<uint64_t, kStallBoundsNs.size()> kStallBuckets{
+    kStallBoundsNs, 1e9};
 
-struct StallHistogram {
-  /// Per-bucket (NOT cumulative) counts; index i counts stalls <= kStallBoundsNs[i]
-  /// and > the previous bound; the last element counts stalls above 10 s (+Inf).
-  std::array<uint64_t, kStallBoundsNs.size() + 1> buckets{};
-  uint64_t count = 0;
-  uint64_t sum_ns = 0;
-
-  void observe(uint64_t ns);
-  /// Cumulative counts in Prometheus order (le=bound[i] ... le=+Inf).
-  std::array<uint64_t, kStallBoundsNs.size() + 1> cumulative() const;
-  double sumSeconds() const { return static_cast<double>(sum_ns) * 1e-9; }
-  static double boundSeconds(size_t i) {
-    return static_cast<double>(kStallBoundsNs[i]) * 1e-9;
-  }
-};
+/// Stall times of one series (ns observed, seconds exposed).
+using StallHistogram = metrics::FixedHistogram<kStallBuckets>;
 
 /// Who reclaimed: the begin/end pair the stall belongs to.
 enum class ReclaimKind : uint8_t {

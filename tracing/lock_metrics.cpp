@@ -9,14 +9,9 @@ namespace {
 using metrics::Desc;
 using metrics::Type;
 
-std::vector<double> lockBuckets() {
-  std::vector<double> b;
-  for (uint64_t ns : kLockBoundsNs) b.push_back(static_cast<double>(ns) / 1e9);
-  return b;
-}
 Desc hist(std::string name, std::string help, std::vector<std::string> labels) {
   Desc d{std::move(name), std::move(help), Type::kHistogram, std::move(labels), {}};
-  d.buckets = lockBuckets();
+  d.buckets = kLockBuckets.exposedBounds();
   return d;
 }
 
@@ -70,12 +65,10 @@ void renderKinds(const LockKindArray& kinds, const Desc& count, const Desc& wait
     const char* kind = lockKindName(static_cast<LockKind>(k));
     if (cgroup.empty()) {
       sink.add(count, {kind}, d(s.count));
-      sink.family(wait).addHistogram({kind}, s.wait.count, s.wait.sumSeconds(),
-                                     s.wait.cumulativeFinite());
+      s.wait.addTo(sink, wait, {kind});
     } else {
       sink.add(count, {cgroup, kind}, d(s.count));
-      sink.family(wait).addHistogram({cgroup, kind}, s.wait.count, s.wait.sumSeconds(),
-                                     s.wait.cumulativeFinite());
+      s.wait.addTo(sink, wait, {cgroup, kind});
     }
   }
 }
@@ -86,13 +79,13 @@ nlohmann::json kindsJson(const LockKindArray& kinds) {
     const LockKindStats& s = kinds[k];
     if (s.count == 0) continue;
     o[lockKindName(static_cast<LockKind>(k))] = {
-        {"count", s.count}, {"aborted", s.aborted}, {"wait_seconds", s.wait.sumSeconds()}};
+        {"count", s.count}, {"aborted", s.aborted}, {"wait_seconds", s.wait.exposedSum()}};
   }
   return o;
 }
 
 nlohmann::json histJson(const LockHistogram& h) {
-  return {{"count", h.count}, {"sum_seconds", h.sumSeconds()}};
+  return {{"count", h.count}, {"sum_seconds", h.exposedSum()}};
 }
 
 bool isTracingFrame(std::string_view name) {
@@ -118,12 +111,10 @@ void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink) {
     const RstatStats& r = c.rstat;
     if (r.contended) sink.add(kRstatContended, {label}, d(r.contended));
     if (r.wait.count) {
-      sink.family(kRstatWait).addHistogram({label}, r.wait.count, r.wait.sumSeconds(),
-                                           r.wait.cumulativeFinite());
+      r.wait.addTo(sink, kRstatWait, {label});
     }
     if (r.hold.count) {
-      sink.family(kRstatHold).addHistogram({label}, r.hold.count, r.hold.sumSeconds(),
-                                           r.hold.cumulativeFinite());
+      r.hold.addTo(sink, kRstatHold, {label});
     }
     if (r.flushes) sink.add(kFlushes, {label, "flushed"}, d(r.flushes));
     if (r.flushes_skipped) sink.add(kFlushes, {label, "skipped"}, d(r.flushes_skipped));

@@ -63,21 +63,6 @@ const char* lockKindName(LockKind k) {
   return i < kLockKinds ? kNames[i] : "other";
 }
 
-void LockHistogram::observe(uint64_t ns) {
-  size_t i = 0;
-  while (i < kLockBoundsNs.size() && ns > kLockBoundsNs[i]) ++i;
-  ++buckets[i];
-  ++count;
-  sum_ns += ns;
-}
-
-std::vector<uint64_t> LockHistogram::cumulativeFinite() const {
-  std::vector<uint64_t> c(kLockBoundsNs.size());
-  uint64_t run = 0;
-  for (size_t i = 0; i < c.size(); ++i) c[i] = run += buckets[i];
-  return c;
-}
-
 LockStats::PidState& LockStats::pid(int32_t tid) {
   auto it = pids_.find(tid);
   if (it != pids_.end()) return it->second;

@@ -43,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "metrics/histogram.h"
 #include "tracing/events.h"
 
 namespace memcg::tracing {
@@ -86,16 +87,11 @@ inline constexpr std::array<uint64_t, 22> kLockBoundsNs = {
     1'000'000,  2'500'000,  5'000'000,   10'000'000,  25'000'000,  50'000'000,
     100'000'000, 250'000'000, 500'000'000, 1'000'000'000};
 
-struct LockHistogram {
-  /// Per-bucket (not cumulative) counts; the last one is above 1 s.
-  std::array<uint64_t, kLockBoundsNs.size() + 1> buckets{};
-  uint64_t count = 0;
-  uint64_t sum_ns = 0;
-  void observe(uint64_t ns);
-  /// Cumulative counts for le=kLockBoundsNs[i], without +Inf (== count).
-  std::vector<uint64_t> cumulativeFinite() const;
-  double sumSeconds() const { return static_cast<double>(sum_ns) * 1e-9; }
-};
+inline constexpr metrics::BucketLayout<uint64_t, kLockBoundsNs.size()> kLockBuckets{
+    kLockBoundsNs, 1e9};
+
+/// Lock wait/hold times (ns observed, seconds exposed).
+using LockHistogram = metrics::FixedHistogram<kLockBuckets>;
 
 struct LockKindStats {
   uint64_t count = 0;    ///< paired contentions (begin -> end)

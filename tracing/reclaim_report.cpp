@@ -15,11 +15,7 @@ void subtractInto(ReclaimStats& r, const ReclaimStats& b) {
   r.total = sub(r.total, b.total);
   r.reclaimed_pages = sub(r.reclaimed_pages, b.reclaimed_pages);
   r.unpaired = sub(r.unpaired, b.unpaired);
-  r.stall.count = sub(r.stall.count, b.stall.count);
-  r.stall.sum_ns = sub(r.stall.sum_ns, b.stall.sum_ns);
-  for (size_t i = 0; i < r.stall.buckets.size(); ++i) {
-    r.stall.buckets[i] = sub(r.stall.buckets[i], b.stall.buckets[i]);
-  }
+  r.stall.subtract(b.stall);
 }
 
 // ScanDetail is nothing but uint64_t counters: handled as one flat array.
@@ -113,7 +109,7 @@ nlohmann::json cgroupRow(const CgroupTraceStats& c) {
   LruSums all;
   for (size_t x = 0; x < kReclaimContexts; ++x) all.addContext(c, static_cast<ReclaimContext>(x));
   double stalled = 0;
-  for (ReclaimKind k : kStallKinds) stalled += rs(c, k).stall.sumSeconds();
+  for (ReclaimKind k : kStallKinds) stalled += rs(c, k).stall.exposedSum();
   // The script's per-process columns, per cgroup.
   row["direct_reclaims"] = rs(c, ReclaimKind::kDirect).total;
   row["memcg_reclaims"] = rs(c, ReclaimKind::kMemcg).total;
@@ -150,11 +146,13 @@ nlohmann::json cgroupRow(const CgroupTraceStats& c) {
     kr["reclaims"] = r.total;
     kr["pages_reclaimed"] = r.reclaimed_pages;
     kr["stalls"] = r.stall.count;
-    kr["stall_seconds"] = r.stall.sumSeconds();
+    kr["stall_seconds"] = r.stall.exposedSum();
     kr["max_stall_bucket_le_seconds"] = nullptr;
     for (size_t i = r.stall.buckets.size(); i-- > 0;) {
       if (r.stall.buckets[i] == 0) continue;
-      if (i < kStallBoundsNs.size()) kr["max_stall_bucket_le_seconds"] = StallHistogram::boundSeconds(i);
+      // ns * 1e-9 (not the exposition's ns / 1e9): the report's figures as before.
+      if (i < kStallBoundsNs.size())
+        kr["max_stall_bucket_le_seconds"] = static_cast<double>(kStallBoundsNs[i]) * 1e-9;
       else kr["max_stall_bucket_le_seconds"] = "+Inf";
       break;
     }
@@ -279,7 +277,7 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
   }
   auto stalled = [](const CgroupTraceStats* c) {
     uint64_t ns = 0;
-    for (ReclaimKind k : kStallKinds) ns += rs(*c, k).stall.sum_ns;
+    for (ReclaimKind k : kStallKinds) ns += rs(*c, k).stall.sum;
     return ns;
   };
   std::stable_sort(rows.begin(), rows.end(), [&](auto* a, auto* b) {
@@ -334,8 +332,7 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
     for (size_t k = 0; k < kReclaimKinds; ++k) {
       tot[k].total += c.reclaim[k].total;
       tot[k].reclaimed_pages += c.reclaim[k].reclaimed_pages;
-      tot[k].stall.sum_ns += c.reclaim[k].stall.sum_ns;
-      tot[k].stall.count += c.reclaim[k].stall.count;
+      tot[k].stall.merge(c.reclaim[k].stall);
     }
   }
   nlohmann::json sum;
@@ -351,7 +348,7 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
     sum[p + "_reclaim_anon_pages_reclaimed"] = l.reclaimed_anon;
     sum[p + "_reclaim_pages_dirty"] = l.dirty;
     sum[p + "_reclaim_pages_writeback"] = l.writeback;
-    sum["time_stalled_" + p + "_reclaim_seconds"] = r.stall.sumSeconds();
+    sum["time_stalled_" + p + "_reclaim_seconds"] = r.stall.exposedSum();
   };
   auto io = [&](const char* prefix, ReclaimContext x) {
     std::string p(prefix);

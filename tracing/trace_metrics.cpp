@@ -17,12 +17,6 @@ Desc cg(Type t, std::string name, std::string help, std::vector<std::string> ext
 Desc node(Type t, std::string name, std::string help, std::vector<std::string> labels = {}) {
   return Desc{std::move(name), std::move(help), t, std::move(labels), {}};
 }
-std::vector<double> stallBuckets() {
-  std::vector<double> b;
-  // ns / 1e9 (correctly rounded) rather than ns * 1e-9: "le" prints short.
-  for (uint64_t ns : kStallBoundsNs) b.push_back(static_cast<double>(ns) / 1e9);
-  return b;
-}
 
 const Desc kReclaims = cg(Type::kCounter, "memcg_vmscan_reclaim_total",
                           "Completed reclaim passes by the cgroup's tasks (vmscan *_reclaim_end), "
@@ -39,7 +33,7 @@ const Desc kStall = [] {
   Desc d = cg(Type::kHistogram, "memcg_vmscan_reclaim_stall_seconds",
               "Time a task of the cgroup spent in one reclaim pass (begin -> end), by kind.",
               {"kind"});
-  d.buckets = stallBuckets();
+  d.buckets = kStallBuckets.exposedBounds();
   return d;
 }();
 const Desc kLruScanned = cg(Type::kCounter, "memcg_vmscan_lru_scanned_pages_total",
@@ -232,9 +226,7 @@ void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
     sink.add(kReclaims, {cgLabel(), kind}, d(r.total));
     sink.add(kReclaimed, {cgLabel(), kind}, d(r.reclaimed_pages));
     if (r.unpaired) sink.add(kUnpaired, {cgLabel(), kind}, d(r.unpaired));
-    auto cum = r.stall.cumulative();
-    sink.family(kStall).addHistogram({cgLabel(), kind}, r.stall.count, r.stall.sumSeconds(),
-                                     std::vector<uint64_t>(cum.begin(), cum.end() - 1));
+    r.stall.addTo(sink, kStall, {cgLabel(), kind});
   }
   for (size_t x = 0; x < kReclaimContexts; ++x) {
     const char* ctx = reclaimContextName(static_cast<ReclaimContext>(x));
@@ -262,7 +254,7 @@ void renderCgroup(const CgroupTraceStats& c, metrics::Sink& sink) {
     if (r.total == 0 && scanned == 0) continue;
     sink.add(kStatScanned, {cgLabel(), sc.name}, d(scanned));
     sink.add(kStatFreed, {cgLabel(), sc.name}, d(r.reclaimed_pages));
-    sink.add(kStatElapsed, {cgLabel(), sc.name}, r.stall.sumSeconds());
+    sink.add(kStatElapsed, {cgLabel(), sc.name}, r.stall.exposedSum());
   }
 }
 

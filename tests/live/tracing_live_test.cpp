@@ -108,7 +108,7 @@ void runAndCompare(TracerOptions opts, int n, uint64_t file_mib, uint64_t limit_
         rel.c_str(), static_cast<unsigned long>(r.total),
         static_cast<unsigned long>(r.reclaimed_pages),
         static_cast<unsigned long>(rc.reclaims), static_cast<unsigned long>(rc.pages),
-        static_cast<unsigned long>(r.stall.count), r.stall.sumSeconds(),
+        static_cast<unsigned long>(r.stall.count), r.stall.exposedSum(),
         static_cast<unsigned long>(r.unpaired),
         static_cast<unsigned long>(c->tasks_attached), static_cast<unsigned long>(c->id));
     // The workload must really have reclaimed in its memcg.

@@ -77,15 +77,15 @@ TEST_F(AggregatorTest, MemcgReclaimPairsIntoHistogram) {
   EXPECT_EQ(r.reclaimed_pages, 37u);
   EXPECT_EQ(r.unpaired, 0u);
   EXPECT_EQ(r.stall.count, 2u);
-  EXPECT_EQ(r.stall.sum_ns, 3'000u + 2'000'000'000u);
+  EXPECT_EQ(r.stall.sum, 3'000u + 2'000'000'000u);
   EXPECT_EQ(r.stall.buckets[2], 1u);   // <= 5 us
   EXPECT_EQ(r.stall.buckets[19], 1u);  // <= 2.5 s
   auto cum = r.stall.cumulative();
   EXPECT_EQ(cum[1], 0u);
   EXPECT_EQ(cum[2], 1u);
   EXPECT_EQ(cum.back(), 2u);
-  EXPECT_DOUBLE_EQ(StallHistogram::boundSeconds(0), 1e-6);
-  EXPECT_DOUBLE_EQ(StallHistogram::boundSeconds(kStallBoundsNs.size() - 1), 10.0);
+  EXPECT_DOUBLE_EQ(StallHistogram::exposedBound(0), 1e-6);
+  EXPECT_DOUBLE_EQ(StallHistogram::exposedBound(kStallBoundsNs.size() - 1), 10.0);
   EXPECT_EQ(calls_, 1);  // one /proc lookup for pid 10, then cached
 }
 
@@ -127,8 +127,8 @@ TEST_F(AggregatorTest, NestedSoftlimitInsideDirect) {
          endEv(EventType::kDirectReclaimEnd, 10, 300, 20)});
   auto s = agg_->snapshot();
   const auto* a = find(s, "/a");
-  EXPECT_EQ(a->reclaim[static_cast<size_t>(ReclaimKind::kSoftlimit)].stall.sum_ns, 80u);
-  EXPECT_EQ(a->reclaim[static_cast<size_t>(ReclaimKind::kDirect)].stall.sum_ns, 200u);
+  EXPECT_EQ(a->reclaim[static_cast<size_t>(ReclaimKind::kSoftlimit)].stall.sum, 80u);
+  EXPECT_EQ(a->reclaim[static_cast<size_t>(ReclaimKind::kDirect)].stall.sum, 200u);
   const auto& soft = a->lru[static_cast<size_t>(ReclaimContext::kSoftlimit)];
   EXPECT_EQ(soft[static_cast<size_t>(LruType::kFile)].scanned_pages, 32u);
   const auto& direct = a->lru[static_cast<size_t>(ReclaimContext::kDirect)];
@@ -477,7 +477,7 @@ TEST_F(AggregatorTest, ProactiveEpisodeChargesTheTarget) {
   const auto pro = static_cast<size_t>(ReclaimKind::kProactive);
   EXPECT_EQ(t->reclaim[pro].total, 1u);
   EXPECT_EQ(t->reclaim[pro].reclaimed_pages, 60u);
-  EXPECT_EQ(t->reclaim[pro].stall.sum_ns, 50u);
+  EXPECT_EQ(t->reclaim[pro].stall.sum, 50u);
   EXPECT_EQ(t->reclaim[1].total, 0u);
   EXPECT_EQ(t->lru[static_cast<size_t>(ReclaimContext::kProactive)][1].scanned_pages, 64u);
   EXPECT_EQ(find(s, "/b")->reclaim[pro].total, 1u);

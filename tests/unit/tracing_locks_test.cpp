@@ -212,7 +212,7 @@ TEST_F(LockAggregatorTest, NestedMutexBeginsPairWithTheFirst) {
   LockSnapshot s = snap();
   const LockKindStats& mu = K(s.node, LockKind::kMutex);
   EXPECT_EQ(mu.count, 1u);
-  EXPECT_EQ(mu.wait.sum_ns, 10'000u);  // from the first begin
+  EXPECT_EQ(mu.wait.sum, 10'000u);  // from the first begin
   EXPECT_EQ(s.nested_begins, 2u);
   EXPECT_EQ(s.unpaired_ends, 0u);
   // The next contention of the same task starts afresh.
@@ -227,9 +227,9 @@ TEST_F(LockAggregatorTest, InterruptNestedContentionOfAnotherLock) {
          end(30, 1'100, a)});
   LockSnapshot s = snap();
   EXPECT_EQ(K(s.node, LockKind::kSpinlock).count, 1u);
-  EXPECT_EQ(K(s.node, LockKind::kSpinlock).wait.sum_ns, 60u);
+  EXPECT_EQ(K(s.node, LockKind::kSpinlock).wait.sum, 60u);
   EXPECT_EQ(K(s.node, LockKind::kRwsemWrite).count, 1u);
-  EXPECT_EQ(K(s.node, LockKind::kRwsemWrite).wait.sum_ns, 1'000u);
+  EXPECT_EQ(K(s.node, LockKind::kRwsemWrite).wait.sum, 1'000u);
   EXPECT_EQ(s.unpaired_ends, 0u);
 }
 
@@ -262,7 +262,7 @@ TEST_F(LockAggregatorTest, InReclaimContentionChargedToTheCgroup) {
   const LockCgroupSeries* a = findCg(s, "/a");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(K(a->contention, LockKind::kSpinlock).count, 1u);
-  EXPECT_EQ(K(a->contention, LockKind::kSpinlock).wait.sum_ns, 1'000u);
+  EXPECT_EQ(K(a->contention, LockKind::kSpinlock).wait.sum, 1'000u);
   EXPECT_EQ(K(s.node, LockKind::kSpinlock).count, 2u);
   EXPECT_EQ(findCg(s, "/b"), nullptr);  // /b never contended inside reclaim
   // Direct reclaim counts too.
@@ -354,9 +354,9 @@ TEST_F(LockAggregatorTest, RstatWaitHoldAndFlushesPerCgroup) {
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->rstat.contended, 1u);
   EXPECT_EQ(a->rstat.wait.count, 1u);
-  EXPECT_EQ(a->rstat.wait.sum_ns, 400u);
+  EXPECT_EQ(a->rstat.wait.sum, 400u);
   EXPECT_EQ(a->rstat.hold.count, 2u);
-  EXPECT_EQ(a->rstat.hold.sum_ns, 1'050u);
+  EXPECT_EQ(a->rstat.hold.sum, 1'050u);
   const LockCgroupSeries* unk = findCg(s, "_unknown");
   ASSERT_NE(unk, nullptr);
   EXPECT_EQ(unk->rstat.hold.count, 1u);

@@ -420,7 +420,7 @@ TEST(ReclaimReport, WindowSubtractsABaseline) {
   const ReclaimStats& m = d.cgroups[0].reclaim[static_cast<size_t>(ReclaimKind::kMemcg)];
   EXPECT_EQ(m.total, 2u);
   EXPECT_EQ(m.stall.count, 2u);
-  EXPECT_EQ(m.stall.sum_ns, 6'000u);
+  EXPECT_EQ(m.stall.sum, 6'000u);
   EXPECT_EQ(m.stall.buckets[2], 2u);  // <= 5 us
   EXPECT_EQ(m.stall.buckets.back(), 0u);
 

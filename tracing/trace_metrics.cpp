@@ -274,12 +274,6 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
   return all;
 }
 
-std::string_view traceCgroupLabel(const CgroupTraceStats& c) {
-  if (c.overflow) return "_overflow";
-  if (c.unknown) return "_unknown";
-  return c.path.empty() ? std::string_view("/") : std::string_view(c.path);
-}
-
 void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
   sink.add(kUp, {}, s.running ? 1 : 0);
   sink.add(kEvents, {}, d(s.events_read));

@@ -220,13 +220,31 @@ TraceSnapshot subtractSnapshot(const TraceSnapshot& now, const TraceSnapshot& ba
     out.node.wakeup_requests_by_order[o] =
         sub(now.node.wakeup_requests_by_order[o], base.node.wakeup_requests_by_order[o]);
   }
-  std::map<std::string_view, const CgroupTraceStats*> before;
-  for (const auto& c : base.cgroups) before.emplace(traceCgroupLabel(c), &c);
+  // Series are matched by identity (the cgroup id, its directory inode), as
+  // everywhere else: a cgroup removed and recreated under the same path
+  // inside the window is another cgroup, whose counters started from zero.
+  // Series with no id (unknown, overflow, a directory that could not be
+  // stat'ed) match by label; so does a base series that had no id yet.
+  std::map<uint64_t, const CgroupTraceStats*> before_id;
+  std::map<std::string_view, const CgroupTraceStats*> before_label;
+  for (const auto& c : base.cgroups) {
+    if (c.id != 0 && !c.unknown && !c.overflow) {
+      before_id.emplace(c.id, &c);
+    } else {
+      before_label.emplace(traceCgroupLabel(c), &c);
+    }
+  }
+  auto baseOf = [&](const CgroupTraceStats& c) -> const CgroupTraceStats* {
+    if (c.id != 0 && !c.unknown && !c.overflow) {
+      if (auto it = before_id.find(c.id); it != before_id.end()) return it->second;
+    }
+    auto it = before_label.find(traceCgroupLabel(c));
+    return it == before_label.end() ? nullptr : it->second;
+  };
   for (const auto& c : now.cgroups) {
     CgroupTraceStats d = c;
-    auto it = before.find(traceCgroupLabel(c));
-    if (it != before.end()) {
-      const CgroupTraceStats& b = *it->second;
+    if (const CgroupTraceStats* bp = baseOf(c)) {
+      const CgroupTraceStats& b = *bp;
       for (size_t k = 0; k < kReclaimKinds; ++k) subtractInto(d.reclaim[k], b.reclaim[k]);
       for (size_t x = 0; x < kReclaimContexts; ++x) {
         for (size_t l = 0; l < kLruTypes; ++l) {

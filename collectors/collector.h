@@ -19,6 +19,7 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 #include "collectors/discovery.h"
 #include "common/result.h"
+#include "metrics/descriptors.h"
 #include "metrics/metric.h"
 
 namespace memcg {
@@ -87,15 +88,11 @@ struct CollectorInfo {
 /// registration, which static libraries would silently drop).
 const std::vector<CollectorInfo>& collectorRegistry();
 
-// Descriptor helpers: every per-cgroup metric carries the `cgroup` label first.
-metrics::Desc cgroupGauge(std::string name, std::string help,
-                          std::vector<std::string> extraLabels = {});
-metrics::Desc cgroupCounter(std::string name, std::string help,
-                            std::vector<std::string> extraLabels = {});
-metrics::Desc nodeGauge(std::string name, std::string help,
-                        std::vector<std::string> labels = {});
-metrics::Desc nodeCounter(std::string name, std::string help,
-                          std::vector<std::string> labels = {});
+// Descriptor helpers (metrics/descriptors.h, shared with tracing and the controller).
+using metrics::cgroupCounter;
+using metrics::cgroupGauge;
+using metrics::nodeCounter;
+using metrics::nodeGauge;
 
 // Factories, one per collector file.
 std::unique_ptr<Collector> makeMemoryStatCollector(const CollectorConfig&);

@@ -83,6 +83,47 @@ ReclaimContext Aggregator::contextOf(const TaskState& st) {
   return ReclaimContext::kOther;
 }
 
+const char* unpairedReasonName(UnpairedReason r) {
+  switch (r) {
+    case UnpairedReason::kEndWithoutBegin:
+      return "end_without_begin";
+    case UnpairedReason::kEndBeforeAnyBegin:
+      return "end_before_any_begin";
+    case UnpairedReason::kBeginWithoutEnd:
+      return "begin_without_end";
+    case UnpairedReason::kBeginOpenTooLong:
+      return "begin_open_too_long";
+  }
+  return "unknown";
+}
+
+void Aggregator::countUnpaired(const TaskState& st, size_t idx, UnpairedReason why) {
+  ReclaimKind kind = static_cast<ReclaimKind>(idx);
+  if (idx == 1 && (st.flags & TaskState::kProactive)) kind = ReclaimKind::kProactive;
+  ++counters_.unpaired[static_cast<size_t>(kind)][static_cast<size_t>(why)];
+}
+
+void Aggregator::beginReclaim(const Event& e, size_t idx) {
+  TaskState& st = pids_.get(e.pid);
+  // A begin over an open one of the same kind: that one's end never came.
+  if (st.begin_ts[idx] != 0) countUnpaired(st, idx, UnpairedReason::kBeginWithoutEnd);
+  st.begin_ts[idx] = e.ts ? e.ts : 1;
+  st.overdue &= static_cast<uint8_t>(~(1u << idx));
+  st.flags |= TaskState::kBegan;
+}
+
+void Aggregator::checkOverdueBegins() {
+  if (last_ts_ <= kUnpairedBoundNs) return;
+  const uint64_t limit = last_ts_ - kUnpairedBoundNs;
+  pids_.forEach([&](int32_t, TaskState& st) {
+    for (size_t i = 0; i < st.begin_ts.size(); ++i) {
+      if (st.begin_ts[i] == 0 || st.begin_ts[i] > limit || (st.overdue & (1u << i))) continue;
+      st.overdue |= static_cast<uint8_t>(1u << i);  // once; a late end still pairs
+      countUnpaired(st, i, UnpairedReason::kBeginOpenTooLong);
+    }
+  });
+}
+
 void Aggregator::endReclaim(const Event& e, size_t idx) {
   TaskState& st = pids_.get(e.pid);
   ReclaimKind kind = static_cast<ReclaimKind>(idx);
@@ -98,24 +139,36 @@ void Aggregator::endReclaim(const Event& e, size_t idx) {
   uint64_t b = st.begin_ts[idx];
   if (b != 0 && e.ts >= b) {
     r.stall.observe(e.ts - b);
-    if (kind != ReclaimKind::kProactive) p.stall_ns += e.ts - b;
+    // A task's stall: direct + memcg. Soft-limit reclaim runs inside direct
+    // reclaim or kswapd (mm/vmscan.c shrink_zones, balance_pgdat): its time
+    // is already in the direct stall, or is kswapd's, so it is kept apart.
+    if (kind == ReclaimKind::kSoftlimit) {
+      p.softlimit_ns += e.ts - b;
+    } else if (kind != ReclaimKind::kProactive) {
+      p.stall_ns += e.ts - b;
+    }
   } else {
     ++r.unpaired;
+    countUnpaired(st, idx,
+                  (st.flags & TaskState::kBegan) ? UnpairedReason::kEndWithoutBegin
+                                                 : UnpairedReason::kEndBeforeAnyBegin);
   }
   st.begin_ts[idx] = 0;
+  st.overdue &= static_cast<uint8_t>(~(1u << idx));
 }
 
 void Aggregator::handle(const Event& e) {
   ++counters_.events;
+  if (e.ts > last_ts_) last_ts_ = e.ts;
   switch (e.type) {
     case EventType::kDirectReclaimBegin:
-      pids_.get(e.pid).begin_ts[0] = e.ts ? e.ts : 1;
+      beginReclaim(e, 0);
       break;
     case EventType::kMemcgReclaimBegin:
-      pids_.get(e.pid).begin_ts[1] = e.ts ? e.ts : 1;
+      beginReclaim(e, 1);
       break;
     case EventType::kSoftlimitReclaimBegin:
-      pids_.get(e.pid).begin_ts[2] = e.ts ? e.ts : 1;
+      beginReclaim(e, 2);
       break;
     case EventType::kDirectReclaimEnd:
       endReclaim(e, 0);
@@ -151,6 +204,7 @@ void Aggregator::handle(const Event& e) {
         st.kswapd_wake_ts = e.ts ? e.ts : 1;
       } else {
         ++p.kswapd_rewakeups;
+        ++node_.kswapd_rewakeups;
       }
       ++node_.kswapd_wakeups;
       break;
@@ -216,6 +270,8 @@ void Aggregator::apply(std::span<const Event> events) {
 void Aggregator::endRound() {
   std::lock_guard<std::mutex> g(mu_);
   pids_.endRound();
+  // Every 32 rounds (~6 s at the default poll): a walk of the pid cache.
+  if (++rounds_ % 32 == 0) checkOverdueBegins();
 }
 
 TraceSnapshot Aggregator::snapshot() const {

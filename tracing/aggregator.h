@@ -48,9 +48,26 @@ inline constexpr size_t kWakeupOrders = 11;  // orders 0..9, then ">= 10"
 
 struct NodeTraceStats {
   uint64_t kswapd_wakeups = 0;   ///< mm_vmscan_kswapd_wake (incl. re-wakeups)
+  uint64_t kswapd_rewakeups = 0;  ///< of those, a wake while already awake (no sleep between)
   uint64_t kswapd_awake_ns = 0;  ///< first wake -> sleep, summed over kswapd threads
   std::array<uint64_t, kWakeupOrders> wakeup_requests_by_order{};  ///< wakeup_kswapd
 };
+
+/// Why a reclaim begin or end found no partner (memcg_vmscan_unpaired_events_total).
+/// With events applied in time order and none lost, only kEndBeforeAnyBegin
+/// (passes in flight when tracing started) is expected; any other reason
+/// means events were lost or applied out of order.
+enum class UnpairedReason : uint8_t {
+  kEndWithoutBegin,    ///< an end, no begin of its kind open, the task began before
+  kEndBeforeAnyBegin,  ///< an end of a task no begin of which was traced yet
+  kBeginWithoutEnd,    ///< a begin while one of its kind was open (that one never ended)
+  kBeginOpenTooLong,   ///< a begin still open after kUnpairedBoundNs (counted once)
+};
+inline constexpr size_t kUnpairedReasons = 4;
+/// A reclaim pass is not expected to last this long (trace time).
+inline constexpr uint64_t kUnpairedBoundNs = 60'000'000'000ull;
+/// "end_without_begin", "end_before_any_begin", "begin_without_end", "begin_open_too_long".
+const char* unpairedReasonName(UnpairedReason r);
 
 struct AggregatorCounters {
   uint64_t events = 0;             ///< events applied
@@ -61,6 +78,8 @@ struct AggregatorCounters {
   uint64_t overflow_events = 0;   ///< events charged to the overflow series
   uint64_t cgroups_removed = 0;   ///< series dropped on cgroup_rmdir
   uint64_t proactive_targeted = 0;  ///< events charged to a proactive episode's target
+  /// [kind][reason]: reclaim begins/ends without a partner, all cgroups.
+  std::array<std::array<uint64_t, kUnpairedReasons>, kReclaimKinds> unpaired{};
 };
 
 struct TraceSnapshot {
@@ -76,6 +95,9 @@ struct TraceSnapshot {
   uint64_t events_lost = 0;    ///< overrun + dropped per the kernel's per-CPU stats
   uint64_t decode_errors = 0;  ///< records of unknown id or too short
   uint64_t reader_cpu_ns = 0;  ///< CPU time used by the reader thread so far
+  /// Records handed out older than one before them (tracefs_session.h): 0
+  /// unless a record was committed later than the reader's bound allows.
+  uint64_t events_out_of_order = 0;
   LockSnapshot locks;          ///< lock probes (lock_stats.h); enabled set by Tracer
 };
 
@@ -128,6 +150,9 @@ class Aggregator {
  private:
   void handle(const Event& e);
   void endReclaim(const Event& e, size_t begin_idx);
+  void beginReclaim(const Event& e, size_t begin_idx);
+  void countUnpaired(const TaskState& st, size_t begin_idx, UnpairedReason why);
+  void checkOverdueBegins();  // kBeginOpenTooLong, every few rounds
   // tracing/aggregator_scan.cpp: detail events and cgroup removal.
   void handleScan(const Event& e);
   static ReclaimContext contextOf(const TaskState& st);
@@ -151,6 +176,8 @@ class Aggregator {
   LockStats locks_;
   NodeTraceStats node_;
   AggregatorCounters counters_;
+  uint64_t last_ts_ = 0;  // newest event applied (events come in time order)
+  uint64_t rounds_ = 0;
 };
 
 }  // namespace memcg::tracing

@@ -35,6 +35,7 @@ struct TaskState {
   static constexpr uint8_t kKswapd = 1;     ///< a kswapd thread
   static constexpr uint8_t kProactive = 2;  ///< a registered proactive reclaimer
   static constexpr uint8_t kExited = 4;     ///< sched_process_exit seen
+  static constexpr uint8_t kBegan = 8;      ///< a reclaim begin of it was traced
   static constexpr uint32_t kNoRow = 0;
 
   uint32_t slot = SeriesTable::kUnknown;  ///< the task's cgroup series
@@ -43,6 +44,7 @@ struct TaskState {
   std::array<uint64_t, 3> begin_ts{};  ///< direct, memcg, softlimit; 0 = none open
   uint64_t kswapd_wake_ts = 0;
   uint64_t slab_start_ts = 0;
+  uint8_t overdue = 0;  ///< bit i: begin_ts[i] counted as open too long
 
   bool inReclaim() const { return begin_ts[0] || begin_ts[1] || begin_ts[2]; }
 };

@@ -9,6 +9,7 @@ namespace {
 void addInto(ProcessTraceStats& to, const ProcessTraceStats& p) {
   for (size_t k = 0; k < kReclaimKinds; ++k) to.reclaims[k] += p.reclaims[k];
   to.stall_ns += p.stall_ns;
+  to.softlimit_ns += p.softlimit_ns;
   to.wake_requests += p.wake_requests;
   to.scanned_pages += p.scanned_pages;
   to.reclaimed_pages += p.reclaimed_pages;

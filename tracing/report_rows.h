@@ -31,7 +31,11 @@ struct ProcessTraceStats {
   bool exited = false;    ///< kept after exit (top by stall)
   bool other = false;     ///< exited tasks beyond the top, and tasks past the cap
   std::array<uint64_t, kReclaimKinds> reclaims{};  ///< by ReclaimKind
-  uint64_t stall_ns = 0;  ///< direct + memcg + softlimit stalls (not proactive)
+  /// direct + memcg stalls. Not proactive (our own background reclaim) and
+  /// not softlimit, which runs inside direct reclaim (already in its stall)
+  /// or in kswapd: that is softlimit_ns.
+  uint64_t stall_ns = 0;
+  uint64_t softlimit_ns = 0;  ///< time in soft-limit reclaim passes
   uint64_t wake_requests = 0;
   uint64_t scanned_pages = 0;  ///< lru_shrink_inactive nr_scanned
   uint64_t reclaimed_pages = 0;

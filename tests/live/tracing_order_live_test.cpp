@@ -265,6 +265,16 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   const double h_sum = sampleValue(text, "memcg_vmscan_reclaim_stall_seconds_sum" + sel);
   const double h_count = sampleValue(text, "memcg_vmscan_reclaim_stall_seconds_count" + sel);
   const double ref_s = static_cast<double>(memcg.stall_us) * 1e-6;
+  double unpairedEvents = 0;
+  {
+    const std::string fam = "memcg_vmscan_unpaired_events_total{";
+    std::string_view t = text, line;
+    while (nextLine(t, line)) {
+      if (!line.starts_with(fam) || line.find("end_before_any_begin") != std::string_view::npos)
+        continue;
+      unpairedEvents += std::strtod(std::string(line.substr(line.rfind(' ') + 1)).c_str(), nullptr);
+    }
+  }
   const double task_s = kid_row["time_stalled_seconds"].get<double>();
   const double cg_s = km["stall_seconds"].get<double>();
 
@@ -274,10 +284,10 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
       " stall %.6f s; direct pairs %" PRIu64 "\n"
       "[ live ] exporter: memcg reclaims %" PRIu64 " stalls %" PRIu64 " unpaired %" PRIu64
       " | stall per task %.6f s, per cgroup %.6f s, histogram _sum %.6f s _count %.0f"
-      " | out-of-order records %" PRIu64 " events %" PRIu64 "\n",
+      " | unpaired events %.0f out-of-order records %" PRIu64 " events %" PRIu64 "\n",
       moves, memcg.pairs, memcg.cross_cpu, memcg.unpaired_ends, memcg.open_begins, ref_s,
       direct.pairs, km["reclaims"].get<uint64_t>(), km["stalls"].get<uint64_t>(),
-      km["unpaired"].get<uint64_t>(), task_s, cg_s, h_sum, h_count, ss.out_of_order,
+      km["unpaired"].get<uint64_t>(), task_s, cg_s, h_sum, h_count, unpairedEvents, ss.out_of_order,
       ss.records);
 
   ASSERT_GT(memcg.pairs, 50u) << "workload did not cause enough memcg reclaim";
@@ -298,6 +308,11 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   const double ref_task_s = ref_s + static_cast<double>(direct.stall_us) * 1e-6;
   EXPECT_NEAR(task_s, ref_task_s, 0.01 * ref_task_s);
   EXPECT_EQ(ss.out_of_order, 0u);
+  EXPECT_EQ(sampleValue(text, "memcg_trace_events_out_of_order_total"), 0);
+  // Nothing unpaired for any reason an ordering bug or a loss would cause
+  // (end_before_any_begin: passes in flight on the host when tracing began).
+  ASSERT_NE(text.find("memcg_vmscan_unpaired_events_total{"), std::string::npos);
+  EXPECT_EQ(unpairedEvents, 0) << "memcg_vmscan_unpaired_events_total";
   EXPECT_EQ(sampleValue(text, "memcg_trace_events_lost_total"), 0);
 
   tracer.reset();

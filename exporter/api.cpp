@@ -136,12 +136,12 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
     if (!tracer) return error(503, "vmscan tracing is not running (--collector.vmscan, root)");
     auto now = std::chrono::steady_clock::now();
     tracing::TraceSnapshot snap = tracer->snapshot();
-    tracing::reportHistory().maybeRecord(now, snap);
+    tracer->reportHistory().maybeRecord(now, snap);
     std::string w = queryParam(query, "window");
     if (w.empty()) return {200, dumpJson(tracing::reclaimReport(snap))};
     auto secs = parseDuration(w);
     if (!secs) return error(400, "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
-    auto base = tracing::reportHistory().baseline(
+    auto base = tracer->reportHistory().baseline(
         now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                  std::chrono::duration<double>(*secs)));
     if (!base) return {200, dumpJson(tracing::reclaimReport(snap))};
@@ -158,8 +158,8 @@ Response handleGet(Scraper& scraper, const std::string& path, const std::string&
     const tracing::Kallsyms* syms =
         snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
             ? nullptr
-            : tracing::processKallsyms(tracer->procfs());
-    return {200, dumpJson(tracing::lockReport(snap.locks, syms, tracing::processLockIds(),
+            : tracer->kallsyms();
+    return {200, dumpJson(tracing::lockReport(snap.locks, syms, tracer->lockIds(),
                                               tracer->lockAddresses()))};
   }
   return error(404, "no such endpoint: /api/v1" + path);

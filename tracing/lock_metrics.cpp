@@ -204,22 +204,4 @@ nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& 
   return out;
 }
 
-LockIds& processLockIds() {
-  static LockIds ids;
-  return ids;
-}
-
-const Kallsyms* processKallsyms(const std::string& procfs) {
-  static std::mutex mu;
-  static std::unique_ptr<Kallsyms> syms;
-  static bool tried = false;
-  std::lock_guard<std::mutex> g(mu);
-  if (!tried) {
-    tried = true;
-    auto k = Kallsyms::load(procfs + "/kallsyms");
-    if (k.ok()) syms = std::make_unique<Kallsyms>(std::move(k.value()));
-  }
-  return syms.get();
-}
-
 }  // namespace memcg::tracing

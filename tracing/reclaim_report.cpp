@@ -471,9 +471,4 @@ std::optional<std::pair<TraceSnapshot, double>> SnapshotHistory::baseline(
                         std::chrono::duration<double>(t - best->first).count());
 }
 
-SnapshotHistory& reportHistory() {
-  static SnapshotHistory h;
-  return h;
-}
-
 }  // namespace memcg::tracing

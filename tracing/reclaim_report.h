@@ -71,8 +71,4 @@ class SnapshotHistory {
   std::deque<std::pair<Clock::time_point, TraceSnapshot>> kept_;
 };
 
-/// The process's history for /api/v1/reclaim/report windows, recorded by the
-/// vmscan collector on every scrape and by the API on every request.
-SnapshotHistory& reportHistory();
-
 }  // namespace memcg::tracing

@@ -62,6 +62,9 @@
 #include "tracing/aggregator.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
+#include "tracing/lock_metrics.h"
+#include "tracing/lock_symbols.h"
+#include "tracing/reclaim_report.h"
 #include "tracing/tracefs_session.h"
 
 namespace memcg::tracing {
@@ -117,6 +120,15 @@ class Tracer : private RecordSink {
   const std::string& procfs() const { return procfs_; }
   /// Whether lock reports may show raw kernel addresses (TracerOptions).
   bool lockAddresses() const { return lock_addresses_; }
+  /// Baselines for windowed reclaim reports (/api/v1/reclaim/report?window=),
+  /// recorded by the vmscan collector on every scrape and by the API on every
+  /// request. Thread-safe.
+  SnapshotHistory& reportHistory() { return history_; }
+  /// Opaque lock ids for /api/v1/locks, stable for the tracer's life. Thread-safe.
+  LockIds& lockIds() { return lock_ids_; }
+  /// <procfs>/kallsyms of this tracer's procfs, read on first use (callers'
+  /// thread); nullptr if it cannot be read. Thread-safe.
+  const Kallsyms* kallsyms() { return kallsyms_.get(procfs_ + "/kallsyms"); }
 
  private:
   Tracer() = default;
@@ -140,6 +152,10 @@ class Tracer : private RecordSink {
   unsigned caller_samples_ = 0;
   std::chrono::milliseconds caller_interval_{1000};
   std::chrono::steady_clock::time_point armed_at_{};
+  // State of the tracer's reports (formerly process-wide singletons).
+  SnapshotHistory history_;
+  LockIds lock_ids_;
+  KallsymsOnce kallsyms_;
 };
 
 /// Whether `opts` wants the detail event `t` (true for the other events).

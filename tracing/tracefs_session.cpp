@@ -144,7 +144,6 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     if (!s->root_fd_.valid()) return makeError(errno, found, "open tracefs");
   }
   s->root_ = "/proc/self/fd/" + std::to_string(s->root_fd_.get());
-  memcg_tfs_set_tracing_dir(s->root_.c_str());
 
   // 2. Our instance; a leftover of ours (same name) is removed first.
   // inst_path is for the file operations, instance_dir_ for messages.
@@ -158,14 +157,14 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   struct stat st {};
   if (::stat(inst_path.c_str(), &st) == 0) {
     log::warn("removing stale tracefs instance", "path=" + log::quote(s->instance_dir_));
-    if (memcg_tfs_instance_destroy_by_name(name.c_str()) != 0) {
+    if (memcg_tfs_instance_destroy_by_name(s->root_.c_str(), name.c_str()) != 0) {
       return makeError(errno, s->instance_dir_,
                        errno == EBUSY ? "instance in use (another exporter running?)"
                                       : "cannot remove stale instance");
     }
   }
   int is_new = 0;
-  s->instance_ = memcg_tfs_instance_create(name.c_str(), &is_new);
+  s->instance_ = memcg_tfs_instance_create(s->root_.c_str(), name.c_str(), &is_new);
   if (!s->instance_) return makeError(errno ? errno : EIO, s->instance_dir_, "create instance");
   if (!is_new) {
     memcg_tfs_instance_free(s->instance_);

@@ -60,6 +60,7 @@
 
 #include "common/result.h"
 #include "tracing/aggregator.h"
+#include "tracing/attribution.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
 #include "tracing/lock_metrics.h"
@@ -103,7 +104,8 @@ struct TracerOptions {
   std::vector<EventType> only_events;
 };
 
-class Tracer : private RecordSink {
+/// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats.
+class Tracer : private RecordSink, public PidCgroupLookup {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -112,6 +114,10 @@ class Tracer : private RecordSink {
 
   /// Thread-safe consistent copy; includes session counters (lost events).
   TraceSnapshot snapshot() const;
+  /// PidCgroupLookup: the pid cache's answer (live, or exited recently).
+  std::optional<PidCgroup> cgroupOf(int32_t pid) const override {
+    return aggregator_->cgroupOf(pid);
+  }
   void stop();
   Aggregator& aggregator() { return *aggregator_; }
   const TracefsSession& session() const { return *session_; }

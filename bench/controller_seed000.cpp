@@ -52,8 +52,8 @@
 #include "collectors/taskstats/taskstats_client.h"
 #include "common/log.h"
 #include "controller/controller.h"
-#include "tests/live/controller_live_support.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_live_support.h"
+#include "tests/support/controller_fixture.h"
 
 using namespace memcg;
 using namespace memcg::controller;

@@ -35,6 +35,7 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 #include "collectors/cgroupfs/file_names.h"
 #include "collectors/discovery.h"
+#include "collectors/registry.h"
 #include "exporter/http_server.h"
 #include "exporter/scraper.h"
 #include "metrics/text_format.h"
@@ -313,7 +314,11 @@ int main(int argc, char** argv) {
   o.include = include;
   o.limit = 100000;
   Discovery disc(o);
-  CollectorConfig cfg;
+  // As the App does: tracing started before the collectors that read it.
+  TracingService tracing = startTracing(tracerOptions(VmscanOptions{}, disc.layout(), "/proc"));
+  CollectorInputs cfg;
+  cfg.tracer = tracing.tracer.get();
+  cfg.tracingDown = tracing.down;
   std::vector<EnabledCollector> cols;
   for (const auto& c : collectorRegistry()) {
     if (c.defaultEnabled) cols.push_back({std::string(c.name), c.make(cfg)});

@@ -312,4 +312,26 @@ std::shared_ptr<const cgroupfs::CgroupDir> Discovery::find(std::string_view path
   return it == entries_.end() ? nullptr : it->second.dir;
 }
 
+FlagList discoveryFlags(DiscoveryOptions& o) {
+  return {
+      {"path.cgroupfs", "cgroupfs mount point (the parent of the hierarchies).", false,
+       [&o](const std::string& v) { o.cgroupfsRoot = v; }, "/sys/fs/cgroup"},
+      {"path.procfs", "procfs mount point.", false,
+       [&o](const std::string& v) { o.procfsRoot = v; }, "/proc"},
+      {"cgroup.include", "Regex of cgroup paths to export (whole match, e.g. \"/kubepods.*\").",
+       false, [&o](const std::string& v) { o.include = checkFlagRegex("cgroup.include", v); }, ".*"},
+      {"cgroup.exclude", "Regex of cgroup paths not to export (whole match).", false,
+       [&o](const std::string& v) { o.exclude = checkFlagRegex("cgroup.exclude", v); }, ""},
+      {"cgroup.max-depth", "Deepest cgroup level walked (0: the root only).", false,
+       [&o](const std::string& v) { o.maxDepth = parseFlagInt("cgroup.max-depth", v, 0, 64); },
+       "8"},
+      {"cgroup.limit",
+       "Most cgroups exported; the rest are counted in memcg_exporter_cgroups_dropped.", false,
+       [&o](const std::string& v) {
+         o.limit = static_cast<size_t>(parseFlagInt("cgroup.limit", v, 1, 1000000));
+       },
+       "2000"},
+  };
+}
+
 }  // namespace memcg

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/flag_spec.h"
 #include "collectors/cgroupfs/cgroup_dir.h"
 #include "common/result.h"
 
@@ -68,6 +69,9 @@ struct DiscoveryOptions {
   int maxDepth = 8;            ///< 0 = root only
   size_t limit = 2000;         ///< cgroups exported at most
 };
+
+/// --path.cgroupfs, --path.procfs and the --cgroup.* bounds.
+FlagList discoveryFlags(DiscoveryOptions& o);
 
 /// One cgroup as seen by one walk.
 struct Cgroup {

@@ -181,7 +181,7 @@ class MemoryEventsCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeMemoryEventsCollector(const CollectorConfig&) {
+std::unique_ptr<Collector> makeMemoryEventsCollector() {
   return std::make_unique<MemoryEventsCollector>();
 }
 

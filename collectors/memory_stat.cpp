@@ -15,6 +15,8 @@
 // pgsteal_*, pgdemote_*) is one counter with a `reclaimer` label; the kernel's
 // pre-summed pgscan and pgsteal are not exported (they would double count).
 // Minimum kernel: any with memcg; keys vary by version.
+#include "collectors/memory_stat.h"
+
 #include <mutex>
 #include <regex>
 #include <unordered_map>
@@ -151,13 +153,13 @@ namespace {
 
 class MemoryStatCollector : public Collector {
  public:
-  explicit MemoryStatCollector(const CollectorConfig& cfg) {
+  explicit MemoryStatCollector(const MemoryStatOptions& cfg) {
     constexpr auto kFlags = std::regex::ECMAScript | std::regex::optimize;
-    if (cfg.memoryStatFields.empty()) {
+    if (cfg.fields.empty()) {
       fields_[0] = std::regex(kDefaultMemoryStatFieldsV1, kFlags);
       fields_[1] = std::regex(kDefaultMemoryStatFieldsV2, kFlags);
     } else {
-      fields_[0] = fields_[1] = std::regex(cfg.memoryStatFields, kFlags);
+      fields_[0] = fields_[1] = std::regex(cfg.fields, kFlags);
     }
     // Local rows, then the v1 hierarchical ("total_") twin of each.
     for (const Row& r : kRows) addRow(r, false);
@@ -285,8 +287,16 @@ class MemoryStatCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeMemoryStatCollector(const CollectorConfig& cfg) {
-  return std::make_unique<MemoryStatCollector>(cfg);
+FlagList memoryStatFlags(MemoryStatOptions& o) {
+  return {{"collector.memory_stat.fields",
+           "Regex of memory.stat keys to export (whole match; default: a set chosen for reclaim "
+           "analysis, see README).",
+           false, [&o](const std::string& v) { o.fields = checkFlagRegex("collector.memory_stat.fields", v); },
+           ""}};
+}
+
+std::unique_ptr<Collector> makeMemoryStatCollector(const MemoryStatOptions& o) {
+  return std::make_unique<MemoryStatCollector>(o);
 }
 
 }  // namespace memcg

@@ -117,7 +117,7 @@ class MemoryUsageCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeMemoryUsageCollector(const CollectorConfig&) {
+std::unique_ptr<Collector> makeMemoryUsageCollector() {
   return std::make_unique<MemoryUsageCollector>();
 }
 

@@ -46,8 +46,8 @@ Status parsePressure(std::string_view content, std::string_view path, Totals& t)
 
 class PressureCollector : public Collector {
  public:
-  explicit PressureCollector(const CollectorConfig& cfg)
-      : nodePath_(cfg.procfsRoot + "/" + std::string(cgroupfs::kProcPressureMemory)) {}
+  explicit PressureCollector(const std::string& procfs)
+      : nodePath_(procfs + "/" + std::string(cgroupfs::kProcPressureMemory)) {}
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     std::string_view content;
@@ -91,8 +91,8 @@ class PressureCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makePressureCollector(const CollectorConfig& cfg) {
-  return std::make_unique<PressureCollector>(cfg);
+std::unique_ptr<Collector> makePressureCollector(const std::string& procfs) {
+  return std::make_unique<PressureCollector>(procfs);
 }
 
 }  // namespace memcg

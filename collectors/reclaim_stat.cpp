@@ -68,7 +68,7 @@ class ReclaimStatCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeReclaimStatCollector(const CollectorConfig&) {
+std::unique_ptr<Collector> makeReclaimStatCollector() {
   return std::make_unique<ReclaimStatCollector>();
 }
 

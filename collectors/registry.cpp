@@ -1,6 +1,8 @@
 #include <utility>
 
-#include "collectors/collector.h"
+#include "collectors/registry.h"
+
+#include <stdexcept>
 
 namespace memcg {
 
@@ -13,27 +15,46 @@ cgroupfs::ReadStatus ScrapeContext::read(const cgroupfs::CgroupDir& dir, cgroupf
   return st;
 }
 
+FlagList collectorFlags(CollectorOptions& o) {
+  FlagList out = memoryStatFlags(o.memoryStat);
+  for (auto& f : taskstatsFlags(o.taskstats)) out.push_back(std::move(f));
+  for (auto& f : vmscanFlags(o.vmscan)) out.push_back(std::move(f));
+  return out;
+}
+
 const std::vector<CollectorInfo>& collectorRegistry() {
   static const std::vector<CollectorInfo> kCollectors = {
       {"memory_stat", true, false, "memory.stat of every cgroup (v1 and v2)",
-       makeMemoryStatCollector},
+       [](const CollectorInputs& in) { return makeMemoryStatCollector(in.memoryStat); }},
       {"memory_usage", true, false, "usage, peak and limits (v1 memory/memsw/kmem/kmem.tcp, v2 memory/swap/zswap)",
-       makeMemoryUsageCollector},
+       [](const CollectorInputs&) { return makeMemoryUsageCollector(); }},
       {"memory_events", true, false, "v1 failcnt and oom_control, v2 memory.events(.local) and memory.swap.events",
-       makeMemoryEventsCollector},
+       [](const CollectorInputs&) { return makeMemoryEventsCollector(); }},
       {"reclaim_stat", true, false, "memory.reclaim_stat where the kernel has it (async reclaim patches)",
-       makeReclaimStatCollector},
+       [](const CollectorInputs&) { return makeReclaimStatCollector(); }},
       {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",
-       makePressureCollector},
-      {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat", makeVmstatCollector},
+       [](const CollectorInputs& in) { return makePressureCollector(in.procfsRoot); }},
+      {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat",
+       [](const CollectorInputs& in) { return makeVmstatCollector(in.procfsRoot); }},
+      {"kubepods", true, false,
+       "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths "
+       "(memcg_cgroup_info; reads no file)",
+       [](const CollectorInputs&) { return makeKubepodsCollector(); }},
       {"vmscan", true, true,
        "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "
        "counts and stalls, LRU scans, kswapd, migrations (needs root)",
-       makeVmscanCollector},
+       [](const CollectorInputs& in) {
+         Error down = in.tracingDown;
+         if (!in.tracer && down.err == 0) down = makeError(ESRCH, "tracefs", "tracing not started");
+         return makeVmscanCollector(in.tracer, std::move(down));
+       }},
       {"taskstats", false, true,
        "delay accounting per cgroup (TASKSTATS netlink: cpu, blkio, swapin, reclaim, thrashing, "
        "compact, wpcopy, irq); needs CAP_NET_ADMIN",
-       makeTaskstatsCollector},
+       [](const CollectorInputs& in) {
+         if (!in.taskstats) throw std::logic_error("the taskstats collector needs its service");
+         return makeTaskstatsCollector(*in.taskstats);
+       }},
   };
   return kCollectors;
 }

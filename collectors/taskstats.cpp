@@ -16,7 +16,8 @@
 // Processes no scrape saw alive (shorter than the scrape interval: builds,
 // batch jobs, cron) are attributed from their exit record to the cgroup they
 // were in:
-//  - with tracing, by the tracer's pid cache (taskstatsExitLocator,
+//  - with tracing, by the tracer's pid cache (the App hands the service the
+//    Tracer as a tracing::PidCgroupLookup; taskstatsExitLocator,
 //    collectors/taskstats_locator.h; it follows fork, exit and cgroup attach,
 //    and every task that reclaimed is in it), retried for a few seconds while
 //    the trace reader catches up;
@@ -31,6 +32,8 @@
 #include <sys/stat.h>
 
 #include <mutex>
+
+#include "collectors/taskstats.h"
 
 #include "collectors/collector.h"
 #include "collectors/taskstats_locator.h"
@@ -88,37 +91,23 @@ std::vector<ClassDescs> buildClassDescs() {
 
 class TaskstatsCollector : public Collector {
  public:
-  TaskstatsCollector(const CollectorConfig& cfg, const tracing::PidCgroupLookup* lookup)
-      : procfs_(cfg.procfsRoot), classes_(buildClassDescs()) {
-    status_ = taskstats::ensureTaskDelayacct(cfg.enableDelayacct, procfs_);  // logs itself
-    taskstats::CgroupDelayAggregator::Options opts;
-    opts.locate_exit = taskstatsExitLocator(lookup, procCgroupResolver(cfg));
-    auto agg = taskstats::CgroupDelayAggregator::create(std::move(opts));
-    if (agg.ok()) {
-      agg_ = std::move(*agg);
-    } else {
-      down_ = agg.error();
-      log::warn("taskstats collector down", "err=" + log::quote(down_->message()));
-    }
-  }
-
-  ~TaskstatsCollector() override {
-    // Leave the sysctl as we found it.
-    if (status_.enabled_by_exporter) (void)taskstats::writeTaskDelayacct(false, procfs_);
-  }
+  explicit TaskstatsCollector(TaskstatsService& service)
+      : service_(service), classes_(buildClassDescs()) {}
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
-    sink.add(kEnabled, {}, status_.enabled ? 1 : 0);
-    sink.add(kEnabledByUs, {}, status_.enabled_by_exporter ? 1 : 0);
-    if (!agg_) {
-      ctx.fail(*down_);
+    const auto& status = service_.status();
+    sink.add(kEnabled, {}, status.enabled ? 1 : 0);
+    sink.add(kEnabledByUs, {}, status.enabled_by_exporter ? 1 : 0);
+    auto* agg = service_.aggregator();
+    if (!agg) {
+      ctx.fail(*service_.down());
       return;
     }
     std::vector<std::string> dirs;
     dirs.reserve(ctx.tree.cgroups.size());
     for (const Cgroup& cg : ctx.tree.cgroups) {
       const std::string& dir = cg.dir->path();
-      auto d = agg_->collect(dir);
+      auto d = agg->collect(dir);
       if (!d.ok()) {
         if (d.error().gone()) {
           ++ctx.vanished;
@@ -138,8 +127,8 @@ class TaskstatsCollector : public Collector {
         if (d->hasMax(c)) sink.add(classes_[i].max, {cg.path}, static_cast<double>(v.max_ns) / 1e9);
       }
     }
-    agg_->retainOnly(dirs);
-    auto st = agg_->stats();
+    agg->retainOnly(dirs);
+    auto st = agg->stats();
     sink.add(kExitsFolded, {}, static_cast<double>(st.exits_folded));
     sink.add(kExitsLost, {}, static_cast<double>(st.exits_without_record));
     sink.add(kExitsLocated, {}, static_cast<double>(st.exits_located));
@@ -158,27 +147,21 @@ class TaskstatsCollector : public Collector {
     return out;
   }
 
-  taskstats::CgroupDelayAggregator* aggregator() { return agg_.get(); }
-  const taskstats::DelayAcctStatus& status() const { return status_; }
-
  private:
-  std::string procfs_;
+  TaskstatsService& service_;
   std::vector<ClassDescs> classes_;
-  taskstats::DelayAcctStatus status_;
-  std::unique_ptr<taskstats::CgroupDelayAggregator> agg_;
-  std::optional<Error> down_;
 };
 
 }  // namespace
 
-std::shared_ptr<tracing::CgroupResolver> procCgroupResolver(const CollectorConfig& cfg) {
-  int hierarchy = cfg.layout.mode == CgroupMode::kV2 ? 0 : -1;
-  if (auto text = readWholeFile(cfg.procfsRoot + "/cgroups"); text.ok()) {
+std::shared_ptr<tracing::CgroupResolver> procCgroupResolver(const std::string& procfs,
+                                                           const MountLayout& layout) {
+  int hierarchy = layout.mode == CgroupMode::kV2 ? 0 : -1;
+  if (auto text = readWholeFile(procfs + "/cgroups"); text.ok()) {
     if (auto h = tracing::parseMemoryHierarchyId(*text)) hierarchy = *h;
   }
   if (hierarchy < 0) return nullptr;  // no memory controller: nothing to read
-  return std::make_shared<tracing::ProcCgroupResolver>(cfg.procfsRoot, hierarchy,
-                                                       cfg.layout.memoryRoot);
+  return std::make_shared<tracing::ProcCgroupResolver>(procfs, hierarchy, layout.memoryRoot);
 }
 
 taskstats::DelayLedger::ExitLocator taskstatsExitLocator(
@@ -192,24 +175,46 @@ taskstats::DelayLedger::ExitLocator taskstatsExitLocator(
   };
 }
 
-std::unique_ptr<Collector> makeTaskstatsCollector(const CollectorConfig& cfg) {
-  return makeTaskstatsCollectorWith(cfg, nullptr);
+FlagList taskstatsFlags(TaskstatsOptions& o) {
+  return {switchFlag("collector.taskstats.enable-delayacct",
+                     "Switch kernel.task_delayacct on at start (and off again at exit) for the "
+                     "taskstats collector.",
+                     o.enableDelayacct)};
 }
 
-std::unique_ptr<Collector> makeTaskstatsCollectorWith(const CollectorConfig& cfg,
-                                                      const tracing::PidCgroupLookup* lookup) {
-  return std::make_unique<TaskstatsCollector>(cfg, lookup);
+TaskstatsService::TaskstatsService(const TaskstatsOptions& o, std::string procfs,
+                                   const TaskstatsExitAttribution& exits)
+    : procfs_(std::move(procfs)) {
+  status_ = taskstats::ensureTaskDelayacct(o.enableDelayacct, procfs_);  // logs itself
+  taskstats::CgroupDelayAggregator::Options opts;
+  opts.locate_exit =
+      taskstatsExitLocator(exits.lookup, procCgroupResolver(procfs_, exits.layout));
+  auto agg = taskstats::CgroupDelayAggregator::create(std::move(opts));
+  if (agg.ok()) {
+    agg_ = std::move(*agg);
+  } else {
+    down_ = agg.error();
+    log::warn("taskstats collector down", "err=" + log::quote(down_->message()));
+  }
 }
 
-Result<nlohmann::json> taskstatsDelayTable(Collector& c, const std::string& cgroupDir) {
-  auto* t = dynamic_cast<TaskstatsCollector*>(&c);
-  if (!t) return makeError(EINVAL, cgroupDir, "not the taskstats collector");
-  if (!t->aggregator()) return makeError(EPERM, cgroupDir, "taskstats is not available");
-  auto table = t->aggregator()->withClient([&](taskstats::TaskstatsClient& client) {
+TaskstatsService::~TaskstatsService() {
+  agg_.reset();
+  // Leave the sysctl as we found it.
+  if (status_.enabled_by_exporter) (void)taskstats::writeTaskDelayacct(false, procfs_);
+}
+
+Result<nlohmann::json> TaskstatsService::delayTable(const std::string& cgroupDir) {
+  if (!agg_) return makeError(EPERM, cgroupDir, "taskstats is not available");
+  auto table = agg_->withClient([&](taskstats::TaskstatsClient& client) {
     return taskstats::readDelayTable(client, cgroupDir, {});
   });
   if (!table.ok()) return table.error();
-  return taskstats::delayTableToJson(*table, &t->status());
+  return taskstats::delayTableToJson(*table, &status_);
+}
+
+std::unique_ptr<Collector> makeTaskstatsCollector(TaskstatsService& service) {
+  return std::make_unique<TaskstatsCollector>(service);
 }
 
 }  // namespace memcg

@@ -1,7 +1,8 @@
 // Where a process no scrape saw alive was when it exited: the taskstats
-// collector's ExitLocator (collectors/taskstats/delay_ledger.h), from the
-// tracer's pid cache (the fallback without it, sampling cgroup.procs, is
-// explained in collectors/taskstats.cpp).
+// service's ExitLocator (collectors/taskstats/delay_ledger.h), from the
+// tracer's pid cache, handed in as TaskstatsExitAttribution
+// (collectors/taskstats.h). The fallback without it, sampling cgroup.procs,
+// is explained in collectors/taskstats.cpp.
 #pragma once
 
 #include <memory>
@@ -13,14 +14,10 @@
 
 namespace memcg {
 
-/// The taskstats collector, attributing exits with `lookup` (the tracer;
-/// may be null: then by sampling only). `lookup` must outlive the collector.
-std::unique_ptr<Collector> makeTaskstatsCollectorWith(const CollectorConfig& cfg,
-                                                      const tracing::PidCgroupLookup* lookup);
-
-/// Directory inodes of cgroup paths under cfg.layout.memoryRoot (idOf);
-/// null without a memory controller.
-std::shared_ptr<tracing::CgroupResolver> procCgroupResolver(const CollectorConfig& cfg);
+/// Directory inodes of cgroup paths under layout.memoryRoot (idOf); null
+/// without a memory controller.
+std::shared_ptr<tracing::CgroupResolver> procCgroupResolver(const std::string& procfs,
+                                                           const MountLayout& layout);
 
 /// Asks `lookup` (the tracer); `ids` (may be null) gives the inode of an
 /// answer that has no id. Empty if `lookup` is null (the ledger's sampling

@@ -97,8 +97,8 @@ const std::vector<Row>& rows() {
 
 class VmstatCollector : public Collector {
  public:
-  explicit VmstatCollector(const CollectorConfig& cfg)
-      : path_(cfg.procfsRoot + "/" + std::string(cgroupfs::kProcVmstat)), rows_(rows()) {
+  explicit VmstatCollector(const std::string& procfs)
+      : path_(procfs + "/" + std::string(cgroupfs::kProcVmstat)), rows_(rows()) {
     for (const auto& r : rows_) byKey_.emplace(r.key, &r);
   }
 
@@ -139,8 +139,8 @@ class VmstatCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeVmstatCollector(const CollectorConfig& cfg) {
-  return std::make_unique<VmstatCollector>(cfg);
+std::unique_ptr<Collector> makeVmstatCollector(const std::string& procfs) {
+  return std::make_unique<VmstatCollector>(procfs);
 }
 
 }  // namespace memcg

@@ -104,11 +104,6 @@ std::optional<nlohmann::json> parseObject(const std::string& body, std::string& 
 
 }  // namespace
 
-HttpResult jsonError(int status, std::string_view reason) {
-  nlohmann::json j = {{"error", std::string(reason)}};
-  return HttpResult{status, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
-}
-
 int statusFor(ErrorKind k) {
   switch (k) {
     case ErrorKind::kBadInput: return 400;
@@ -139,73 +134,100 @@ std::string ControllerApi::readTokenFile(const std::string& path) {
 std::optional<HttpResult> ControllerApi::authorize(const std::string& authHeader,
                                                    bool mutating) const {
   if (token_.empty()) {
-    if (mutating) return jsonError(403, "mutating endpoints need --controller.token-file");
+    if (mutating) return http::jsonError(403, "mutating endpoints need --controller.token-file");
     return std::nullopt;
   }
   std::string_view h = trim(authHeader);
   constexpr std::string_view kBearer = "Bearer ";
   if (h.size() <= kBearer.size() || h.substr(0, kBearer.size()) != kBearer) {
-    return jsonError(401, "missing or malformed Authorization: Bearer <token>");
+    return http::jsonError(401, "missing or malformed Authorization: Bearer <token>");
   }
   if (!constantTimeEquals(trim(h.substr(kBearer.size())), token_)) {
-    return jsonError(403, "invalid token");
+    return http::jsonError(403, "invalid token");
   }
   return std::nullopt;
 }
 
+template <typename Fn>
+HttpResult ControllerApi::endpoint(const std::string& authHeader, bool mutating,
+                                   const std::string* body, Fn&& fn) const {
+  if (!controller_) return http::jsonError(503, "controller disabled (--controller.enable)");
+  if (auto e = authorize(authHeader, mutating)) return *e;
+  if (!body) return fn(nullptr);
+  std::string why;
+  auto j = parseObject(*body, why);
+  if (!j) return http::jsonError(400, why);
+  return fn(&*j);
+}
+
 HttpResult ControllerApi::handleProtect(const std::string& body,
                                         const std::string& authHeader) const {
-  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
-  if (auto e = authorize(authHeader, true)) return *e;
-  std::string why;
-  auto j = parseObject(body, why);
-  if (!j) return jsonError(400, why);
-  Protection p;
-  if (!cgroupField(*j, p.cgroup, why) ||
-      !marginField(*j, "start", p.startMarginBytes, p.startMarginPercent, why) ||
-      !marginField(*j, "target", p.targetMarginBytes, p.targetMarginPercent, why) ||
-      !uintField(*j, "floor_bytes", false, p.floorBytes, why)) {
-    return jsonError(400, why);
-  }
-  if (auto err = controller_->protect(p)) return jsonError(statusFor(err->kind), err->message);
-  nlohmann::json ok = {{"status", "protected"},
-                       {"cgroup", p.cgroup},
-                       {"dry_run", controller_->options().dryRun}};
-  // The form asked for; GET state shows the bytes a percent resolves to.
-  if (p.startMarginPercent > 0) {
-    ok["start_margin_percent"] = p.startMarginPercent;
-  } else {
-    ok["start_margin_bytes"] = p.startMarginBytes;
-  }
-  if (p.targetMarginPercent > 0) {
-    ok["target_margin_percent"] = p.targetMarginPercent;
-  } else {
-    ok["target_margin_bytes"] = p.targetMarginBytes;
-  }
-  return HttpResult{200, ok.dump()};
+  return endpoint(authHeader, true, &body, [&](const nlohmann::json* j) {
+    std::string why;
+    Protection p;
+    if (!cgroupField(*j, p.cgroup, why) ||
+        !marginField(*j, "start", p.startMarginBytes, p.startMarginPercent, why) ||
+        !marginField(*j, "target", p.targetMarginBytes, p.targetMarginPercent, why) ||
+        !uintField(*j, "floor_bytes", false, p.floorBytes, why)) {
+      return http::jsonError(400, why);
+    }
+    if (auto err = controller_->protect(p)) {
+      return http::jsonError(statusFor(err->kind), err->message);
+    }
+    nlohmann::json ok = {{"status", "protected"},
+                         {"cgroup", p.cgroup},
+                         {"dry_run", controller_->options().dryRun}};
+    // The form asked for; GET state shows the bytes a percent resolves to.
+    if (p.startMarginPercent > 0) {
+      ok["start_margin_percent"] = p.startMarginPercent;
+    } else {
+      ok["start_margin_bytes"] = p.startMarginBytes;
+    }
+    if (p.targetMarginPercent > 0) {
+      ok["target_margin_percent"] = p.targetMarginPercent;
+    } else {
+      ok["target_margin_bytes"] = p.targetMarginBytes;
+    }
+    HttpResult r;
+    http::replyJson(r, ok);
+    return r;
+  });
 }
 
 HttpResult ControllerApi::handleUnprotect(const std::string& body,
                                           const std::string& authHeader) const {
-  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
-  if (auto e = authorize(authHeader, true)) return *e;
-  std::string why;
-  auto j = parseObject(body, why);
-  if (!j) return jsonError(400, why);
-  std::string cgroup;
-  if (!cgroupField(*j, cgroup, why)) return jsonError(400, why);
-  if (auto err = controller_->unprotect(cgroup)) {
-    return jsonError(statusFor(err->kind), err->message);
-  }
-  nlohmann::json ok = {{"status", "unprotected"}, {"cgroup", cgroup}};
-  return HttpResult{200, ok.dump()};
+  return endpoint(authHeader, true, &body, [&](const nlohmann::json* j) {
+    std::string why, cgroup;
+    if (!cgroupField(*j, cgroup, why)) return http::jsonError(400, why);
+    if (auto err = controller_->unprotect(cgroup)) {
+      return http::jsonError(statusFor(err->kind), err->message);
+    }
+    HttpResult r;
+    http::replyJson(r, nlohmann::json{{"status", "unprotected"}, {"cgroup", cgroup}});
+    return r;
+  });
 }
 
 HttpResult ControllerApi::handleState(const std::string& authHeader) const {
-  if (!controller_) return jsonError(503, "controller disabled (--controller.enable)");
-  if (auto e = authorize(authHeader, false)) return *e;
-  return HttpResult{200, controller_->state().dump(-1, ' ', false,
-                                                   nlohmann::json::error_handler_t::replace)};
+  return endpoint(authHeader, false, nullptr, [&](const nlohmann::json*) {
+    HttpResult r;
+    http::replyJson(r, controller_->state());
+    return r;
+  });
+}
+
+void ControllerApi::registerRoutes(http::Routes& routes) const {
+  routes.add({"POST", "/api/v1/controller/protect",
+              [this](const http::Request& q, http::Response& r) {
+                r = handleProtect(q.body, q.header("Authorization"));
+              }});
+  routes.add({"POST", "/api/v1/controller/unprotect",
+              [this](const http::Request& q, http::Response& r) {
+                r = handleUnprotect(q.body, q.header("Authorization"));
+              }});
+  routes.add({"GET", "/api/v1/controller/state", [this](const http::Request& q, http::Response& r) {
+                r = handleState(q.header("Authorization"));
+              }});
 }
 
 }  // namespace memcg::controller

@@ -1,5 +1,7 @@
-// JSON handlers for /api/v1/controller/... (the lead mounts them on the
-// civetweb server). Thin: validate, call the Controller, render its answer.
+// JSON handlers for /api/v1/controller/..., registered as rows of the route
+// table (exporter/routes.h). Thin: validate, call the Controller, render its
+// answer; the preamble they share (503 while disabled, the bearer token, a
+// JSON object body) is one wrapper (api.cpp endpoint()).
 //
 //   POST /api/v1/controller/protect    {"cgroup":"/a","start_margin_bytes":N,
 //                                       "target_margin_bytes":M[,"floor_bytes":F]}
@@ -19,14 +21,11 @@
 #include <string>
 
 #include "controller/controller.h"
+#include "exporter/routes.h"
 
 namespace memcg::controller {
 
-struct HttpResult {
-  int status = 200;
-  std::string body;  ///< JSON
-  std::string contentType = "application/json";
-};
+using HttpResult = http::Response;
 
 class ControllerApi {
  public:
@@ -42,7 +41,16 @@ class ControllerApi {
   HttpResult handleUnprotect(const std::string& body, const std::string& authHeader) const;
   HttpResult handleState(const std::string& authHeader) const;
 
+  /// POST protect, POST unprotect, GET state under /api/v1/controller/.
+  void registerRoutes(http::Routes& routes) const;
+
  private:
+  /// The shared preamble: 503 while disabled, authorize, and for a mutating
+  /// endpoint parse `body` as a JSON object; then `fn(body object or null)`.
+  template <typename Fn>
+  HttpResult endpoint(const std::string& authHeader, bool mutating, const std::string* body,
+                      Fn&& fn) const;
+
   /// nullopt when authorized.
   std::optional<HttpResult> authorize(const std::string& authHeader, bool mutating) const;
 
@@ -50,7 +58,6 @@ class ControllerApi {
   std::string token_;
 };
 
-HttpResult jsonError(int status, std::string_view reason);
 int statusFor(ErrorKind k);
 
 }  // namespace memcg::controller

@@ -13,6 +13,12 @@
 // protect time against the current limit: start > 0, target > start, target <
 // limit (400 otherwise).
 //
+// Files by concern: protection.h (validation, margin maths), waiter.h/.cpp
+// (epoll, threshold/PSI/events arming), worker.h/.cpp (episodes, token
+// bucket, CPU budget), state.h/.cpp (audit of actions, state JSON, metrics),
+// prot.h (a protection's fields by owner), controller.cpp (lifecycle,
+// protect/unprotect, journal replay).
+//
 // Threads: a waiter and an actuation worker; nothing runs inside a scrape.
 //   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
 //            limit - start margin (re-armed when the limit changes, never
@@ -58,31 +64,14 @@
 #include "controller/audit_log.h"
 #include "controller/journal.h"
 #include "controller/options.h"
+#include "controller/protection.h"
+#include "controller/state.h"
+#include "controller/waiter.h"
+#include "controller/worker.h"
 #include "metrics/metric.h"
+#include "tracing/attribution.h"
 
 namespace memcg::controller {
-
-struct Protection {
-  std::string cgroup;              ///< label, "/a/b"
-  uint64_t startMarginBytes = 0;   ///< reclaim when limit - usage < this
-  uint64_t targetMarginBytes = 0;  ///< ... until limit - usage >= this
-  uint64_t floorBytes = 0;         ///< 0 = ControllerOptions::floorBytes
-  /// > 0: the start / target margin in percent of the limit instead of bytes
-  /// (the bytes field is then ignored, and must be 0).
-  double startMarginPercent = 0;
-  double targetMarginPercent = 0;
-
-  /// The margins in bytes for a limit (percent forms resolved, floored).
-  uint64_t startBytes(uint64_t limit) const;
-  uint64_t targetBytes(uint64_t limit) const;
-};
-
-enum class ErrorKind { kBadInput, kForbidden, kNotFound, kConflict, kDisabled, kInternal };
-
-struct OpError {
-  ErrorKind kind;
-  std::string message;
-};
 
 /// What a journal replay did.
 struct RecoveryReport {
@@ -102,8 +91,11 @@ class Controller {
   /// Start-up: validates the options (std::invalid_argument), opens the
   /// journal and the audit log (std::runtime_error), and replays the
   /// journal. `seams` is for tests (fault injection, hooks); its `allowed`
-  /// is replaced by the allow-list.
-  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {});
+  /// is replaced by the allow-list. `attribution` (may be null: tracing is
+  /// down or off) is told which thread reclaims on purpose and for which
+  /// cgroup, so the vmscan metrics charge that reclaim as proactive.
+  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {},
+             tracing::ReclaimAttribution* attribution = nullptr);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -130,11 +122,7 @@ class Controller {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Prot;
-  struct Counters {
-    std::map<std::pair<std::string, std::string>, uint64_t> actions;  // (actuator, result)
-    std::map<std::string, uint64_t> reclaimed;                          // actuator
-  };
+  struct Prot;  // prot.h
 
   struct Reading {
     bool ok = false;
@@ -160,6 +148,7 @@ class Controller {
 
   ControllerOptions opts_;
   Discovery& discovery_;
+  tracing::ReclaimAttribution* attribution_;  // not owned; null without tracing
   bool v2_ = false;
   std::optional<std::regex> allow_;
   std::unique_ptr<Journal> journal_;
@@ -171,25 +160,18 @@ class Controller {
   std::map<std::string, std::shared_ptr<Prot>> prots_;
   std::map<uint64_t, std::shared_ptr<Prot>> byId_;
   uint64_t nextId_ = 1;
-  std::map<std::string, Counters> counters_;
-  struct Latency {
-    std::vector<uint64_t> buckets;  // non-cumulative, one per bound + overflow
-    uint64_t count = 0;
-    double sum = 0;
-  };
-  std::vector<const char*> wakeSources_;    // the trigger label values of this mode
-  std::map<std::string, Latency> latency_;  // by wake source
+  std::map<std::string, ActionCounters> counters_;
+  std::vector<const char*> wakeSources_;             // the trigger label values of this mode
+  std::map<std::string, LatencyHistogram> latency_;  // by wake source
   uint64_t dryRunActions_ = 0;
   uint64_t journalRestores_ = 0;
   std::map<std::string, uint64_t> throttled_;  // reason
   std::deque<std::shared_ptr<Prot>> queue_;
   std::condition_variable cv_;
 
-  // Budgets (worker only).
-  double tokens_ = 0;
-  Clock::time_point tokensAt_{};
-  double cpuWindowStart_ = 0;
-  Clock::time_point windowAt_{};
+  // Budgets (worker only; worker.h).
+  TokenBucket tokens_;
+  CpuBudget cpu_;
 
   std::atomic<double> waiterCpu_{0};
   std::atomic<double> workerCpu_{0};
@@ -200,19 +182,7 @@ class Controller {
   std::thread waiter_;
   std::thread worker_;
 
-  metrics::Desc dProtected_, dReclaimed_, dActions_, dLatency_, dCpu_, dDryRun_, dRestores_,
-      dThrottled_, dEnabled_;
+  ControllerDescs descs_;
 };
-
-std::string_view errorKindName(ErrorKind k);
-
-/// A PSI trigger spec, "some|full <stall us> <window us>" (the kernel's
-/// limits: 500 ms <= window <= 10 s, 0 < stall <= window).
-struct PsiTrigger {
-  bool full = false;
-  uint64_t stallUs = 0;
-  uint64_t windowUs = 0;
-};
-Result<PsiTrigger> parsePsiTrigger(std::string_view text);
 
 }  // namespace memcg::controller

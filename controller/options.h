@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/flag_spec.h"
+
 namespace memcg::controller {
 
 struct ControllerOptions {
@@ -48,5 +50,8 @@ struct ControllerOptions {
   /// same (one fdatasync per protection instead of per nudge; journal.h).
   bool journalKeepArmed = true;        ///< memory.reclaim swappiness=; -1 = kernel default
 };
+
+/// The --controller.* flags (controller/options.cpp).
+FlagList controllerFlags(ControllerOptions& o);
 
 }  // namespace memcg::controller

@@ -7,24 +7,13 @@
 #include "common/parse.h"
 #include "tracing/lock_metrics.h"
 #include "tracing/reclaim_report.h"
+#include "collectors/taskstats.h"
 #include "tracing/tracer.h"
 
 namespace memcg::api {
 namespace {
 
 using nlohmann::json;
-
-/// Serialises a reply. Strings here can hold any bytes: the request's path
-/// and query (URL-decoded), cgroup directory names, task comms. The default
-/// dump() throws on invalid UTF-8, and an exception out of a civetweb handler
-/// terminates the process; invalid bytes become U+FFFD instead.
-std::string dumpJson(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-Response error(int status, const std::string& why) {
-  return {status, dumpJson(json{{"error", why}})};
-}
 
 std::string_view typeName(metrics::Type t) {
   switch (t) {
@@ -33,13 +22,6 @@ std::string_view typeName(metrics::Type t) {
     case metrics::Type::kHistogram: return "histogram";
   }
   return "untyped";
-}
-
-int hex(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -64,105 +46,104 @@ std::optional<double> parseDuration(std::string_view s) {
   return secs;
 }
 
-std::string queryParam(const std::string& query, const std::string& name) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string::npos) amp = query.size();
-    std::string_view kv(query.data() + pos, amp - pos);
-    size_t eq = kv.find('=');
-    if (kv.substr(0, eq) == name) {
-      std::string out;
-      std::string_view v = eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (v[i] == '+') {
-          out += ' ';
-        } else if (v[i] == '%' && i + 2 < v.size() &&
-                   hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
-          out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
-          i += 2;
-        } else {
-          out += v[i];
-        }
-      }
-      return out;
+namespace {
+
+constexpr std::string_view kTracingDown = "vmscan tracing is not running (--collector.vmscan, root)";
+
+void cgroups(const ApiParts& a, const http::Request&, http::Response& resp) {
+  auto tree = a.scraper.discovery().current();
+  json list = json::array();
+  if (tree) {
+    for (const auto& c : tree->cgroups) {
+      list.push_back({{"cgroup", c.path}, {"id", c.inode}, {"depth", c.depth}});
     }
-    pos = amp + 1;
   }
-  return {};
+  http::replyJson(resp, json{{"mode", std::string(modeName(a.scraper.discovery().layout().mode))},
+                             {"cgroups", list},
+                             {"dropped", tree ? tree->dropped : 0}});
 }
 
-Response handleGet(Scraper& scraper, const std::string& path, const std::string& query) {
-  if (path == "/cgroups") {
-    auto tree = scraper.discovery().current();
-    json list = json::array();
-    if (tree) {
-      for (const auto& c : tree->cgroups) {
-        list.push_back({{"cgroup", c.path}, {"id", c.inode}, {"depth", c.depth}});
-      }
-    }
-    return {200, dumpJson(json{
-                     {"mode", std::string(modeName(scraper.discovery().layout().mode))},
-                     {"cgroups", list},
-                     {"dropped", tree ? tree->dropped : 0}})};
+void metricTable(const ApiParts& a, const http::Request&, http::Response& resp) {
+  json list = json::array();
+  for (const auto* d : a.scraper.describe()) {
+    list.push_back({{"name", d->name},
+                    {"help", d->help},
+                    {"type", std::string(typeName(d->type))},
+                    {"labels", d->labels}});
   }
-  if (path == "/metrics") {
-    json list = json::array();
-    for (const auto* d : scraper.describe()) {
-      list.push_back({{"name", d->name},
-                      {"help", d->help},
-                      {"type", std::string(typeName(d->type))},
-                      {"labels", d->labels}});
-    }
-    return {200, dumpJson(json{{"metrics", list}})};
+  http::replyJson(resp, json{{"metrics", list}});
+}
+
+void delays(const ApiParts& a, const http::Request& req, http::Response& resp) {
+  std::string cg = req.param("cgroup");
+  if (cg.empty()) {
+    return http::replyError(resp, 400, "missing query parameter cgroup (e.g. ?cgroup=/a/b)");
   }
-  if (path == "/delays") {
-    std::string cg = queryParam(query, "cgroup");
-    if (cg.empty()) return error(400, "missing query parameter cgroup (e.g. ?cgroup=/a/b)");
-    Collector* c = scraper.collector("taskstats");
-    if (!c) return error(503, "the taskstats collector is not enabled (--collector.taskstats)");
-    // Only cgroups discovery knows: never a raw path from the request.
-    auto dir = scraper.discovery().find(cg);
-    if (!dir) return error(404, "unknown cgroup " + cg);
-    auto table = taskstatsDelayTable(*c, dir->path());
-    if (!table.ok()) {
-      return table.error().gone() ? error(404, "cgroup " + cg + " is gone")
-                                  : error(503, table.error().message());
-    }
-    return {200, dumpJson(*table)};
+  if (!a.taskstats) {
+    return http::replyError(resp, 503,
+                            "the taskstats collector is not enabled (--collector.taskstats)");
   }
-  if (path == "/reclaim/report") {
-    auto tracer = tracing::activeTracer();
-    if (!tracer) return error(503, "vmscan tracing is not running (--collector.vmscan, root)");
-    auto now = std::chrono::steady_clock::now();
-    tracing::TraceSnapshot snap = tracer->snapshot();
-    tracer->reportHistory().maybeRecord(now, snap);
-    std::string w = queryParam(query, "window");
-    if (w.empty()) return {200, dumpJson(tracing::reclaimReport(snap))};
-    auto secs = parseDuration(w);
-    if (!secs) return error(400, "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
-    auto base = tracer->reportHistory().baseline(
-        now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(*secs)));
-    if (!base) return {200, dumpJson(tracing::reclaimReport(snap))};
-    return {200, dumpJson(tracing::reclaimReport(snap, &base->first, base->second))};
+  // Only cgroups discovery knows: never a raw path from the request.
+  auto dir = a.scraper.discovery().find(cg);
+  if (!dir) return http::replyError(resp, 404, "unknown cgroup " + cg);
+  auto table = a.taskstats->delayTable(dir->path());
+  if (!table.ok()) {
+    return table.error().gone() ? http::replyError(resp, 404, "cgroup " + cg + " is gone")
+                                : http::replyError(resp, 503, table.error().message());
   }
-  if (path == "/locks") {
-    auto tracer = tracing::activeTracer();
-    if (!tracer) return error(503, "vmscan tracing is not running (--collector.vmscan, root)");
-    tracing::TraceSnapshot snap = tracer->snapshot();
-    if (!snap.locks.enabled) {
-      return error(503, "lock probes are off (--collector.vmscan.locks) or unavailable");
-    }
-    // Kernel symbols only for a report that has addresses to name.
-    const tracing::Kallsyms* syms =
-        snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
-            ? nullptr
-            : tracer->kallsyms();
-    return {200, dumpJson(tracing::lockReport(snap.locks, syms, tracer->lockIds(),
-                                              tracer->lockAddresses()))};
+  http::replyJson(resp, *table);
+}
+
+void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& resp) {
+  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
+  auto now = std::chrono::steady_clock::now();
+  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  a.tracer->reportHistory().maybeRecord(now, snap);
+  std::string w = req.param("window");
+  if (w.empty()) return http::replyJson(resp, tracing::reclaimReport(snap));
+  auto secs = parseDuration(w);
+  if (!secs) {
+    return http::replyError(resp, 400,
+                            "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
   }
-  return error(404, "no such endpoint: /api/v1" + path);
+  auto base = a.tracer->reportHistory().baseline(
+      now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(*secs)));
+  if (!base) return http::replyJson(resp, tracing::reclaimReport(snap));
+  http::replyJson(resp, tracing::reclaimReport(snap, &base->first, base->second));
+}
+
+void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
+  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
+  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  if (!snap.locks.enabled) {
+    return http::replyError(resp, 503,
+                            "lock probes are off (--collector.vmscan.locks) or unavailable");
+  }
+  // Kernel symbols only for a report that has addresses to name.
+  const tracing::Kallsyms* syms = snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
+                                      ? nullptr
+                                      : a.tracer->kallsyms();
+  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.tracer->lockIds(),
+                                            a.tracer->lockAddresses()));
+}
+
+}  // namespace
+
+void registerRoutes(http::Routes& routes, ApiParts parts) {
+  using Fn = void (*)(const ApiParts&, const http::Request&, http::Response&);
+  const std::pair<const char*, Fn> rows[] = {
+      {"/api/v1/cgroups", cgroups},
+      {"/api/v1/metrics", metricTable},
+      {"/api/v1/delays", delays},
+      {"/api/v1/reclaim/report", reclaimReport},
+      {"/api/v1/locks", locks},
+  };
+  for (const auto& [path, fn] : rows) {
+    routes.add({"GET", path, [parts, fn = fn](const http::Request& q, http::Response& r) {
+                  fn(parts, q, r);
+                }});
+  }
 }
 
 }  // namespace memcg::api

@@ -1,6 +1,6 @@
-// The JSON API (nlohmann_json), thin: validate input, call one part, render
-// its answer. Routed by HttpServer under /api/v1/; written as plain functions
-// so they are tested without HTTP.
+// The exporter's JSON API (nlohmann_json), thin: validate input, call one
+// part, render its answer. Registered as rows of the route table
+// (exporter/routes.h) by the App:
 //
 //   GET /api/v1/cgroups            the cgroups of the last walk
 //   GET /api/v1/metrics            the metric table (name, help, type, labels)
@@ -17,22 +17,30 @@
 #include <string>
 #include <string_view>
 
+#include "exporter/routes.h"
 #include "exporter/scraper.h"
+
+namespace memcg {
+class TaskstatsService;
+namespace tracing {
+class Tracer;
+}
+}  // namespace memcg
 
 namespace memcg::api {
 
-struct Response {
-  int status = 200;
-  std::string body;  ///< JSON
+/// What the handlers read; the App owns all of it. Null: not running.
+struct ApiParts {
+  Scraper& scraper;
+  tracing::Tracer* tracer = nullptr;       ///< /reclaim/report, /locks
+  TaskstatsService* taskstats = nullptr;  ///< /delays
 };
 
-/// `path` is below /api/v1 (e.g. "/delays"); `query` the raw query string.
-Response handleGet(Scraper& scraper, const std::string& path, const std::string& query);
+void registerRoutes(http::Routes& routes, ApiParts parts);
 
 /// "30s", "5m", "1h" in seconds; nullopt if malformed, 0 or above 1e9 s.
 std::optional<double> parseDuration(std::string_view s);
 
-/// Decodes one query parameter (URL-decoded); empty if absent.
-std::string queryParam(const std::string& query, const std::string& name);
+using http::queryParam;
 
 }  // namespace memcg::api

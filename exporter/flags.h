@@ -2,16 +2,18 @@
 //   --web.listen-address, --web.telemetry-path, --collector.NAME,
 //   --no-collector.NAME, --collector.disable-defaults, --path.cgroupfs,
 //   --path.procfs, --log.level, --version, --help
-// plus the discovery bounds (--cgroup.*) and collector options
-// (--collector.NAME.OPTION). Both "--flag=value" and "--flag value" work.
+// plus the discovery bounds (--cgroup.*), collector options
+// (--collector.NAME.OPTION) and --controller.*. Each part declares its own
+// flags beside its options (common/flag_spec.h); this file composes them.
+// Both "--flag=value" and "--flag value" work.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
 #include "collectors/discovery.h"
+#include "collectors/registry.h"
 #include "controller/options.h"
 
 namespace memcg {
@@ -25,7 +27,7 @@ struct Options {
   int webThreads = 4;
   std::string logLevel = "info";
   DiscoveryOptions discovery;
-  CollectorConfig collector;
+  CollectorOptions collectors;  ///< each collector's own options
   controller::ControllerOptions controller;
   bool disableDefaults = false;
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME

@@ -126,22 +126,6 @@ void Scraper::scrapeText(std::string& out) {
   metrics::writeText(sink.families(), out);
 }
 
-std::vector<prometheus::MetricFamily> Scraper::Collect() const {
-  metrics::Sink sink;
-  auto keep = const_cast<Scraper*>(this)->scrape(sink);
-  std::vector<prometheus::MetricFamily> out;
-  out.reserve(sink.families().size());
-  for (const auto& f : sink.families()) out.push_back(metrics::toPrometheus(f));
-  return out;
-}
-
-Collector* Scraper::collector(std::string_view name) {
-  for (auto& c : collectors_) {
-    if (c.name == name) return c.collector.get();
-  }
-  return nullptr;
-}
-
 std::vector<const metrics::Desc*> Scraper::describe() const {
   std::vector<const metrics::Desc*> out;
   for (const auto& c : collectors_) {

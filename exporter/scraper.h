@@ -4,12 +4,7 @@
 // Scrapes may run concurrently (one per civetweb worker): each has its own
 // Sink and buffers; shared state is the immutable CgroupTree, the collectors
 // (which keep no per-scrape state) and atomic counters.
-//
-// Scraper is also a prometheus::Collectable, so the same families can be
-// registered with any prometheus-cpp Exposer or Registry.
 #pragma once
-
-#include <prometheus/collectable.h>
 
 #include <atomic>
 #include <memory>
@@ -27,10 +22,10 @@ struct EnabledCollector {
   std::unique_ptr<Collector> collector;
 };
 
-class Scraper : public prometheus::Collectable {
+class Scraper {
  public:
   Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors);
-  ~Scraper() override;
+  ~Scraper();
 
   /// Runs one scrape into `sink`. The returned tree must be kept alive while
   /// the sink's label values are in use.
@@ -39,9 +34,6 @@ class Scraper : public prometheus::Collectable {
   /// Runs one scrape and appends its text exposition to `out`.
   void scrapeText(std::string& out);
 
-  /// prometheus::Collectable.
-  std::vector<prometheus::MetricFamily> Collect() const override;
-
   /// True once a discovery walk has succeeded.
   bool ready() const { return discovery_.current() != nullptr; }
 
@@ -49,8 +41,6 @@ class Scraper : public prometheus::Collectable {
   std::vector<const metrics::Desc*> describe() const;
 
   Discovery& discovery() { return discovery_; }
-  /// An enabled collector by name; null if not enabled.
-  Collector* collector(std::string_view name);
 
  private:
   struct Stats;

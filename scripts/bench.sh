@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
-#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|all]
+#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|promql|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -36,4 +36,8 @@ fi
 if [[ $what == seed001 || $what == all ]]; then
   echo "== seed 001: HTTP service with a working set 2x its limit (half the requests write), controller off/on"
   bench/seed001_http.sh build/exporter/memcg_exporter 5
+fi
+if [[ $what == promql || $what == all ]]; then
+  echo "== promql: our engine vs Prometheus 2.42 on the same data, 1,000 cgroups, 15 min at 1 s"
+  BUILD_DIR=build bench/promql_bench.sh
 fi

@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries
-#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl)
+#   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
+#                   python3 with python3-yaml for the alerts/dashboards checks and
+#                   python3-snappy for the PromQL agreement test's remote write, the
+#                   deployment checks' tools)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-       libbenchmark-dev)
-test=(prometheus curl)
+       libbenchmark-dev libre2-dev libcurl4-openssl-dev)
+# deployment checks (tests/deploy): compose, yamllint, amtool, python3 + yaml, the .deb
+# (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
+# validator, installed into the build tree) come with this machine kind's image; Debian's
+# npm package conflicts with that nodejs, so they are only installed when missing.
+test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
+      python3-yaml python3-snappy dpkg-dev binutils systemd)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
-  test) want+=("${test[@]}") ;;
-  bench) want+=("${test[@]}" "${bench[@]}") ;;
+  test) want+=("${test[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
+  bench) want+=("${test[@]}" "${bench[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
   fuzz) want+=("${fuzz[@]}") ;;
   *) echo "usage: $0 [build|test|bench|fuzz]" >&2; exit 2 ;;
 esac

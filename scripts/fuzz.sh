@@ -27,11 +27,12 @@ declare -A seeds=(
   [flags]="tests/fuzz/seeds/flags"
   [http_api]="tests/fuzz/seeds/http_api"
   [taskstats]="tests/fixtures/taskstats"
+  [promql_parser]="tests/fuzz/seeds/promql_parser"
 )
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(cgroupfs_readers collectors_scrape trace_records kallsyms
                                      proc_cgroup controller_api controller_journal flags http_api
-                                     taskstats)
+                                     taskstats promql_parser)
 failed=()
 for t in "${targets[@]}"; do
   [ -n "${seeds[$t]+x}" ] || { echo "fuzz.sh: unknown target $t" >&2; exit 2; }

@@ -187,19 +187,11 @@ TraceSnapshot Tracer::snapshot() const {
   return s;
 }
 
-namespace {
-std::mutex g_active_mu;
-std::shared_ptr<Tracer> g_active;
-}  // namespace
-
-std::shared_ptr<Tracer> activeTracer() {
-  std::lock_guard<std::mutex> g(g_active_mu);
-  return g_active;
+void Tracer::markReclaimer(int32_t tid) { aggregator_->registerProactiveReclaimer(tid); }
+void Tracer::unmarkReclaimer(int32_t tid) { aggregator_->unregisterProactiveReclaimer(tid); }
+bool Tracer::beginEpisode(int32_t tid, std::string_view cgroup) {
+  return aggregator_->beginProactiveTarget(tid, cgroup);
 }
-
-void setActiveTracer(std::shared_ptr<Tracer> t) {
-  std::lock_guard<std::mutex> g(g_active_mu);
-  g_active = std::move(t);
-}
+void Tracer::endEpisode(int32_t tid) { aggregator_->endProactiveTarget(tid); }
 
 }  // namespace memcg::tracing

@@ -104,8 +104,9 @@ struct TracerOptions {
   std::vector<EventType> only_events;
 };
 
-/// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats.
-class Tracer : private RecordSink, public PidCgroupLookup {
+/// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,
+/// and the ReclaimAttribution the controller is handed.
+class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLookup {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -135,6 +136,13 @@ class Tracer : private RecordSink, public PidCgroupLookup {
   /// <procfs>/kallsyms of this tracer's procfs, read on first use (callers'
   /// thread); nullptr if it cannot be read. Thread-safe.
   const Kallsyms* kallsyms() { return kallsyms_.get(procfs_ + "/kallsyms"); }
+
+  /// ReclaimAttribution: forwarded to the aggregator's proactive reclaimers
+  /// and episodes.
+  void markReclaimer(int32_t tid) override;
+  void unmarkReclaimer(int32_t tid) override;
+  bool beginEpisode(int32_t tid, std::string_view cgroup) override;
+  void endEpisode(int32_t tid) override;
 
  private:
   Tracer() = default;
@@ -166,14 +174,5 @@ class Tracer : private RecordSink, public PidCgroupLookup {
 
 /// Whether `opts` wants the detail event `t` (true for the other events).
 bool scanEventWanted(EventType t, const TracerOptions& opts);
-
-/// The process's running tracer, published by the vmscan collector
-/// (collectors/vmscan.cpp) for the parts that read or feed the same session:
-/// the reclaim report API (snapshot()) and the controller
-/// (aggregator().registerProactiveReclaimer()). Null while tracing is down.
-/// Holding the returned pointer keeps the tracer alive.
-std::shared_ptr<Tracer> activeTracer();
-/// Publishes `t` (null to withdraw). Only the collector that owns it calls this.
-void setActiveTracer(std::shared_ptr<Tracer> t);
 
 }  // namespace memcg::tracing

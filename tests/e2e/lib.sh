@@ -25,3 +25,25 @@ summary() {  # prints the closing line and sets the exit code
   echo "$1: $pass passed, $fail failed"
   [ "$fail" -eq 0 ]
 }
+poll_until() {  # poll_until SECONDS COMMAND...: true as soon as COMMAND is, false at the deadline
+  local deadline=$((SECONDS + $1)); shift
+  while :; do
+    "$@" && return 0
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.2
+  done
+}
+settled_scrape() {  # settled_scrape URL REGEX SECONDS: prints the matching lines once two scrapes agree
+  local deadline=$((SECONDS + $3)) a b
+  a=$(curl -fsS "$1" | grep -E "$2")
+  while :; do
+    sleep 0.5  # over two polls of the trace reader (200 ms)
+    b=$(curl -fsS "$1" | grep -E "$2")
+    [ "$a" = "$b" ] && { echo "$b"; return 0; }
+    [ $SECONDS -ge $deadline ] && { echo "$b"; return 1; }
+    a=$b
+  done
+}
+metric() {  # metric URL NAME{LABELS}: the sample's value (empty when absent)
+  curl -fsS "$1" | awk -v m="$2" '$1==m {print $2+0}'
+}

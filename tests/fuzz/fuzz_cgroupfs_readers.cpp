@@ -7,7 +7,7 @@
 
 #include "collectors/cgroupfs/readers.h"
 #include "collectors/discovery.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "collectors/registry.h"
 #include "collectors/discovery.h"
 #include "common/parse.h"
 #include "exporter/scraper.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 
@@ -111,9 +111,9 @@ void setUp(Tree& t, const std::string& fixture, const std::string& child,
   DiscoveryOptions o;
   o.cgroupfsRoot = t.root;
   o.procfsRoot = scratch->path("procfs");
-  CollectorConfig cfg;
+  CollectorInputs cfg;
   cfg.procfsRoot = o.procfsRoot;
-  cfg.memoryStatFields = ".*";  // every key, known or not
+  cfg.memoryStat.fields = ".*";  // every key, known or not
   std::vector<EnabledCollector> cs;
   for (const auto& c : collectorRegistry()) {
     if (c.defaultEnabled && !c.live) cs.push_back({std::string(c.name), c.make(cfg)});

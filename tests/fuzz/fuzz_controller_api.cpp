@@ -15,7 +15,7 @@
 #include "collectors/discovery.h"
 #include "controller/api.h"
 #include "controller/controller.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 using namespace memcg::controller;

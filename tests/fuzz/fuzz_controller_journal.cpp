@@ -4,7 +4,7 @@
 // and skip the rest, never throw. (Only open() and pending(): a replay would
 // write the limits the input names.) Seeds: tests/fuzz/seeds/controller_journal.
 #include "controller/journal.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 using namespace memcg::controller;

@@ -3,7 +3,7 @@
 // nothing else may escape), the controller's PSI trigger
 // (controller/controller.h parsePsiTrigger), --web.listen-address, the log
 // level, and the HTTP API's query helpers (exporter/api.h: queryParam and the
-// report window, converted to steady_clock ticks as handleGet does).
+// report window, converted to steady_clock ticks as the reclaim report handler does).
 //
 // Input: argv elements separated by '\0' (argv[0] is added). The same bytes
 // feed the single-value parsers. Seeds: tests/fuzz/seeds/flags.
@@ -16,7 +16,7 @@
 #include "controller/controller.h"
 #include "exporter/api.h"
 #include "exporter/flags.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)api::queryParam(query, "cgroup");
   if (auto secs = api::parseDuration(w)) {
     FUZZ_CHECK(*secs > 0);
-    // What handleGet does with it.
+    // What the reclaim report handler does with it.
     auto d = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(*secs));
     auto t = std::chrono::steady_clock::now() - d;

@@ -9,17 +9,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "collectors/collector.h"
+#include "collectors/registry.h"
 #include "collectors/discovery.h"
 #include "exporter/api.h"
 #include "exporter/scraper.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 
 namespace {
 Discovery* discovery;
 Scraper* scraper;
+http::Routes* routes;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -27,7 +28,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   DiscoveryOptions o;
   o.cgroupfsRoot = std::string(MEMCG_SOURCE_DIR) + "/tests/fixtures/cgroupfs/v2";
   o.procfsRoot = std::string(MEMCG_SOURCE_DIR) + "/tests/fixtures/procfs";
-  CollectorConfig cfg;
+  CollectorInputs cfg;
   cfg.procfsRoot = o.procfsRoot;
   std::vector<EnabledCollector> cs;
   for (const auto& c : collectorRegistry()) {
@@ -37,6 +38,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   scraper = new Scraper(*discovery, std::move(cs));
   std::string text;
   scraper->scrapeText(text);  // one walk, so /cgroups has rows
+  routes = new http::Routes;
+  api::registerRoutes(*routes, api::ApiParts{*scraper});
   return 0;
 }
 
@@ -46,7 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path(in.substr(0, q));
   const std::string query(q == std::string_view::npos ? std::string_view{}
                                                       : in.substr(q + 1));
-  api::Response r = api::handleGet(*scraper, path, query);
+  http::Request req;
+  req.path = "/api/v1" + path;
+  req.query = query;
+  http::Response r = http::dispatch(*routes, req);
   auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   FUZZ_CHECK(j.is_object());
   FUZZ_CHECK(r.status == 200 || r.status == 400 || r.status == 404 || r.status == 503);

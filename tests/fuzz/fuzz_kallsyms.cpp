@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "common/parse.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 #include "tracing/lock_symbols.h"
 
 using namespace memcg;

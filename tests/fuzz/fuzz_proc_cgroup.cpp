@@ -1,7 +1,7 @@
 // /proc/<pid>/cgroup and /proc/cgroups parsing (tracing/cgroup_resolver.h) on
 // arbitrary text, for cgroup v2 (hierarchy 0) and v1 hierarchy ids. The path
 // returned must be a piece of the input. Seeds: tests/fuzz/seeds/proc_cgroup.
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 #include "tracing/cgroup_resolver.h"
 
 using namespace memcg;

@@ -7,7 +7,7 @@
 
 #include "collectors/taskstats/delay_table.h"
 #include "collectors/taskstats/taskstats_format.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 using namespace memcg::taskstats;

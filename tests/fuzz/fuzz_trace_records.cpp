@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "metrics/metric.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 #include "tracing/aggregator.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"

@@ -9,7 +9,7 @@
 
 #include "tests/support/test_cgroup.h"
 #include "metrics/text_format.h"
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {
@@ -28,7 +28,7 @@ std::unique_ptr<test::FixtureScrape> liveScrape(const std::string& label) {
   // Real mounts, real procfs, only our cgroup.
   DiscoveryOptions o;
   o.include = label;
-  return std::make_unique<test::FixtureScrape>(o, CollectorConfig{});
+  return std::make_unique<test::FixtureScrape>(o, CollectorInputs{});
 }
 
 TEST(LiveV1, StreamingThroughA64MiBLimit) {
@@ -73,7 +73,7 @@ TEST(LiveV1, RemovedCgroupIsSkippedSilently) {
   ASSERT_FALSE(std::isnan(sampleOf(before, "memcg_memory_usage_bytes", label)));
   auto tree = *s->discovery->refresh();  // holds the descriptors
   cg.reset();                            // rmdir
-  CollectorConfig cfg;
+  CollectorInputs cfg;
   for (auto& c : test::allCollectors(cfg)) {
     ScrapeContext ctx(*tree);
     metrics::Sink sink;
@@ -102,8 +102,8 @@ TEST(LiveV1, TaskstatsCollectorReportsReclaimDelay) {
   DiscoveryOptions o;
   o.include = cg.label();
   Discovery d(o);
-  CollectorConfig cfg;
-  cfg.enableDelayacct = true;  // switched off again by the collector's destructor
+  TaskstatsOptions opts;
+  opts.enableDelayacct = true;  // switched off again by the service's destructor
   bool wasOn = false;
   {
     std::ifstream f("/proc/sys/kernel/task_delayacct");
@@ -112,7 +112,8 @@ TEST(LiveV1, TaskstatsCollectorReportsReclaimDelay) {
     wasOn = v == 1;
   }
   {
-    auto collector = makeTaskstatsCollector(cfg);
+    TaskstatsService service(opts, "/proc");
+    auto collector = makeTaskstatsCollector(service);
     test::WorkloadFile file(256ull << 20);
     pid_t pid = cg.streamFileAndStay(file.path());
     auto tree = *d.refresh();

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "controller/controller.h"
-#include "tests/live/controller_live_support.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_live_support.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {

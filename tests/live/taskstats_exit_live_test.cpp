@@ -20,7 +20,7 @@
 #include "collectors/taskstats/cgroup_delays.h"
 #include "collectors/taskstats/delayacct_sysctl.h"
 #include "collectors/taskstats_locator.h"
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tests/support/test_cgroup.h"
 
 namespace memcg::tracing::live {

@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/tracer.h"
 
 namespace memcg::tracing {

@@ -20,14 +20,11 @@
 
 #include "collectors/collector.h"
 #include "collectors/discovery.h"
+#include "collectors/vmscan.h"
 #include "metrics/text_format.h"
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/tracer.h"
-
-namespace memcg {
-std::unique_ptr<Collector> makeVmscanCollector(const CollectorConfig&);
-}
 
 namespace memcg::tracing {
 namespace {
@@ -183,8 +180,7 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   }
   Discovery discovery{DiscoveryOptions{}};
   ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
-  CollectorConfig cfg;
-  cfg.layout = discovery.layout();
+  VmscanOptions cfg;
   const int n = 30;
 
   RefInstance ref(uniq("order_ref", n));
@@ -201,10 +197,12 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   DataFile file("/var/tmp/" + uniq("order_file", n), 256 * kMiB);
   ASSERT_TRUE(file.ok) << "cannot write " << file.path;
 
-  cfg.vmscanInstance = uniq("order", n);
-  auto collector = makeVmscanCollector(cfg);
-  auto tracer = activeTracer();
-  ASSERT_NE(tracer, nullptr) << "tracer did not start (see the warn log)";
+  cfg.instance = uniq("order", n);
+  // As the App starts it: the tracer first, then the collector handed it.
+  TracingService svc = startTracing(tracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(svc.tracer, nullptr) << "tracer did not start: " << svc.down.message();
+  tracing::Tracer* tracer = svc.tracer.get();
+  auto collector = makeVmscanCollector(tracer, svc.down);
   EXPECT_TRUE(tracer->session().globalOrder()) << "clock " << tracer->session().traceClock();
   const std::string rel = "/" + cg.path.substr(kMemcgRoot.size() + 1);
 
@@ -317,9 +315,8 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   EXPECT_EQ(unpairedEvents, 0) << "memcg_vmscan_unpaired_events_total";
   EXPECT_EQ(sampleValue(text, "memcg_trace_events_lost_total"), 0);
 
-  tracer.reset();
   collector.reset();
-  EXPECT_EQ(activeTracer(), nullptr);
+  svc.tracer.reset();
 }
 
 }  // namespace

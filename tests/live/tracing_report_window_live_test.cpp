@@ -6,7 +6,7 @@
 // second cgroup's own reclaims.
 #include <sys/vfs.h>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/reclaim_report.h"
 
 namespace memcg::tracing::live {

@@ -4,8 +4,11 @@
 //
 // Workload (as tracing_live_test.cpp): a child in a fresh memcg
 // memcg_exporter_test_trace_<pid>_<n> with a 64 MiB limit reads the first
-// 32 MiB of a 256 MiB file twice (activating those pages, so the active list
-// gets aged) and then streams the rest; a second child in the same memcg maps
+// 32 MiB of a 256 MiB file twice (activating those pages), reads its
+// memory.stat (a stats flush: reclaim judges "inactive is low" from the
+// flushed LRU sizes, and without the flush a fresh cgroup's active list reads
+// as empty and is never aged) and then streams the rest, so
+// mm_vmscan_lru_shrink_active runs; a second child in the same memcg maps
 // 32 MiB of the file, touches it and madvise(MADV_PAGEOUT)s it
 // (mm_vmscan_reclaim_pages). The independent count is a second private
 // instance memcg_exporter_test_ref_<pid>_<n> with the same events, read as
@@ -13,14 +16,26 @@
 // Tolerance: equality (both instances are on before the workload starts and
 // drained after it exits; nothing is lost: asserted), except 1% slack where
 // noted for events of other tasks racing the reference's tracing_on=0.
+// Every comparison first requires that the reference saw the event (> 0, or
+// the minimum stated beside it): a 0 = 0 match proves nothing.
+// (The reader also looks up 2048 names that do not exist first: negative
+// dentries charged to its memcg, so memcg reclaim calls the dentry shrinker.)
+//
+// mm_vmscan_write_folio: memcg (and direct) reclaim never writes dirty file
+// folios (only kswapd does, vmscan.c), so the file workload above cannot make
+// it fire; WriteFolioMatchesIndependentCount swaps anonymous memory out to a
+// zram device of its own instead (hot_add, removed after, also on failure).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/swap.h>
 #include <sys/syscall.h>
+
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/trace_metrics.h"
 #include "tracing/tracer.h"
@@ -95,7 +110,17 @@ pid_t forkWorker(int& go, const char* comm, Fn fn) {
   return pid;
 }
 
-int streamWithReuse(const std::string& file) {
+int streamWithReuse(const std::string& file, const std::string& memcg_dir) {
+  // 2048 negative dentries charged to this memcg (lookups of names that do
+  // not exist; nothing to clean up): the dentry shrinker then has objects of
+  // this memcg, so its reclaim calls it (mm_shrink_slab_*). Without them the
+  // memcg may own no shrinkable slab and shrink_slab is never called for it.
+  struct stat st {};
+  for (int i = 0; i < 2048; ++i) {
+    const std::string neg = "/var/tmp/memcg_exporter_test_neg_" + std::to_string(::getpid()) +
+                            "_" + std::to_string(i);
+    (void)::stat(neg.c_str(), &st);
+  }
   int fd = ::open(file.c_str(), O_RDONLY);
   if (fd < 0) return 3;
   static char buf[1 << 20];
@@ -104,6 +129,9 @@ int streamWithReuse(const std::string& file) {
       if (::pread(fd, buf, sizeof buf, static_cast<off_t>(off)) <= 0) return 4;
     }
   }
+  // Flush the cgroup's stats (see the file comment) so reclaim sees the
+  // active list it must age.
+  if (!readWholeFile(memcg_dir + "/memory.stat").ok()) return 6;
   while (::read(fd, buf, sizeof buf) > 0) {
   }
   ::close(fd);
@@ -142,6 +170,61 @@ struct Kill {  // kills a child left running by a failed assertion
   }
 };
 
+// A zram swap device of our own (zram-control/hot_add), swapped on for one
+// test and swapped off and removed after, also when an assertion fails.
+// `why` says what was missing when `on` is false.
+struct ZramSwap {
+  int id = -1;
+  std::string dev, why;
+  bool on = false;
+  explicit ZramSwap(uint64_t bytes) {
+    auto n = readWholeFile("/sys/class/zram-control/hot_add");
+    if (!n.ok()) {
+      why = "no /sys/class/zram-control/hot_add (CONFIG_ZRAM): " + n.error().message();
+      return;
+    }
+    auto v = parseI64(trimRight(*n));
+    if (!v) {
+      why = "zram hot_add answered \"" + std::string(trimRight(*n)) + "\"";
+      return;
+    }
+    id = static_cast<int>(*v);
+    dev = "/dev/zram" + std::to_string(id);
+    const std::string sys = "/sys/block/zram" + std::to_string(id);
+    if (!writeStr(sys + "/disksize", std::to_string(bytes))) {
+      why = "cannot size " + sys + ": " + strerror(errno);
+      return;
+    }
+    for (int i = 0; i < 100 && ::access(dev.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (std::system(("mkswap " + dev + " >/dev/null 2>&1").c_str()) != 0) {
+      why = "mkswap " + dev + " failed (util-linux)";
+      return;
+    }
+    if (::swapon(dev.c_str(), 0) != 0) {
+      why = "swapon " + dev + ": " + strerror(errno);
+      return;
+    }
+    on = true;
+  }
+  ~ZramSwap() {
+    if (on) ::swapoff(dev.c_str());
+    if (id < 0) return;
+    writeStr("/sys/block/zram" + std::to_string(id) + "/reset", "1");
+    writeStr("/sys/class/zram-control/hot_remove", std::to_string(id));
+  }
+};
+
+// Faults in `bytes` of anonymous memory, one write per page.
+int touchAnon(size_t bytes) {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 3;
+  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m)[i] = 1;
+  ::munmap(m, bytes);
+  return 0;
+}
+
 TEST_F(TracingScanLive, DetailEventsAndReportRowsMatchIndependentCount) {
   RefInstance ref(uniq("ref_scan", 1));
   ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
@@ -161,7 +244,7 @@ TEST_F(TracingScanLive, DetailEventsAndReportRowsMatchIndependentCount) {
   ASSERT_TRUE(tracer.ok()) << tracer.error().message();
   ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
   int go1 = -1, go2 = -1;
-  pid_t reader = forkWorker(go1, "memcg_test_rd", [&] { return streamWithReuse(f.path); });
+  pid_t reader = forkWorker(go1, "memcg_test_rd", [&] { return streamWithReuse(f.path, cg.path); });
   Kill k1{reader};
   pid_t pager = forkWorker(go2, "memcg_test_po", [&] { return pageOut(f.path); });
   Kill k2{pager};
@@ -238,9 +321,14 @@ TEST_F(TracingScanLive, DetailEventsAndReportRowsMatchIndependentCount) {
   ASSERT_GT(ref_iso, 1000u) << "workload did not isolate LRU pages";
   EXPECT_EQ(iso_taken, ref_iso);
   EXPECT_EQ(iso_scanned, ref_iso_scanned);
+  EXPECT_GT(ref_act_events, 0u) << "the workload did not age the active list "
+                                   "(no mm_vmscan_lru_shrink_active in the reference)";
+  EXPECT_GT(ref_act, 0u) << "shrink_active took no pages in the reference";
   EXPECT_EQ(act_taken, ref_act);
+  EXPECT_GT(ref_slab, 0u) << "no shrinker call in the reference";
   EXPECT_EQ(slab, ref_slab);
-  EXPECT_EQ(writes, ref_writes);
+  // (write_folio: printed only; file reclaim in a memcg writes nothing, see
+  // the file comment. WriteFolioMatchesIndependentCount compares it.)
   ASSERT_GT(ref_po, 0u) << "MADV_PAGEOUT reclaimed nothing";
   EXPECT_EQ(d.pageout_reclaimed_pages, ref_po);
   EXPECT_EQ(cs->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total,
@@ -263,6 +351,76 @@ TEST_F(TracingScanLive, DetailEventsAndReportRowsMatchIndependentCount) {
   EXPECT_EQ((*row)["direct_reclaims"], 0);
   EXPECT_GT((*row)["time_stalled_seconds"].get<double>(), 0.0);
   EXPECT_GT((*row)["pages_scanned"].get<uint64_t>(), 0u);
+}
+
+// mm_vmscan_write_folio: a child faults in 96 MiB of anonymous memory in a
+// 64 MiB memcg (swappiness 100) with a zram swap device on, so memcg reclaim
+// pages anonymous folios out (pageout(): one write_folio per folio). Ours
+// per cgroup and I/O mode against the reference's lines of the child's pid
+// (flags RECLAIM_WB_SYNC / RECLAIM_WB_ASYNC), equal; the reference must have
+// seen at least 1000 (>= 32 MiB must leave a 64 MiB limit: 8192 pages).
+TEST_F(TracingScanLive, WriteFolioMatchesIndependentCount) {
+  ZramSwap swap(256 * kMiB);
+  if (!swap.on) GTEST_SKIP() << "no swap device for anonymous pageout: " << swap.why;
+  RefInstance ref(uniq("ref_scan", 4));
+  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "32768"));
+  ASSERT_TRUE(ref.enable("vmscan", "mm_vmscan_write_folio"));
+  Cgroup cg(uniq("trace", 4));
+  ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
+  ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(64 * kMiB)));
+  ASSERT_TRUE(writeStr(cg.path + "/memory.swappiness", "100"));
+  TracerOptions o = options(4);
+  o.lru_detail = false;
+  o.shrink_slab = false;
+  auto tracer = Tracer::start(o);
+  ASSERT_TRUE(tracer.ok()) << tracer.error().message();
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  int go = -1;
+  pid_t kid = forkWorker(go, "memcg_test_an", [] { return touchAnon(96 * kMiB); });
+  Kill k{kid};
+  ASSERT_GT(kid, 0);
+  const pid_t kid_pid = kid;
+  ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(kid)));
+  char c = 1;
+  ASSERT_EQ(::write(go, &c, 1), 1);
+  ::close(go);
+  EXPECT_EQ(waitChild(kid), 0);
+  writeStr(ref.dir + "/tracing_on", "0");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*tracer)->stop();
+  TraceSnapshot snap = (*tracer)->snapshot();
+  ASSERT_EQ(ref.lost(), 0u) << "reference instance lost events; enlarge its buffer";
+  EXPECT_EQ(snap.events_lost, 0u);
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  uint64_t ref_sync = 0, ref_async = 0;
+  {
+    std::string_view t = *text, line;
+    const std::string me = "-" + std::to_string(kid_pid) + " ";
+    while (nextLine(t, line)) {
+      if (line.find(": mm_vmscan_write_folio: ") == std::string_view::npos) continue;
+      size_t br = line.find(" [");
+      if (br == std::string_view::npos || line.substr(0, br + 1).rfind(me) == std::string_view::npos)
+        continue;
+      if (line.find("RECLAIM_WB_SYNC") != std::string_view::npos) ++ref_sync;
+      if (line.find("RECLAIM_WB_ASYNC") != std::string_view::npos) ++ref_async;
+    }
+  }
+  const std::string rel = "/" + cg.path.substr(kMemcgRoot.size() + 1);
+  const CgroupTraceStats* cs = findCgroup(snap, rel);
+  ASSERT_NE(cs, nullptr) << "no series for " << rel;
+  uint64_t sync = 0, async = 0;
+  for (const auto& x : cs->detail.write_folios) {
+    sync += x[0];
+    async += x[1];
+  }
+  std::printf("[ live ] %s: write_folio sync %lu (ref %lu) async %lu (ref %lu); swap %s\n",
+              rel.c_str(), (unsigned long)sync, (unsigned long)ref_sync, (unsigned long)async,
+              (unsigned long)ref_async, swap.dev.c_str());
+  ASSERT_GE(ref_sync + ref_async, 1000u) << "anonymous pageout wrote under 1000 folios";
+  EXPECT_EQ(sync, ref_sync);
+  EXPECT_EQ(async, ref_async);
 }
 
 TEST_F(TracingScanLive, RmdirDropsTheSeries) {

@@ -1,6 +1,7 @@
-// The vmscan collector end to end on the running kernel: built through
-// makeVmscanCollector() with a CollectorConfig from a real Discovery (the
-// host's defaults), scraped into a Sink and rendered as text, compared with
+// The vmscan collector end to end on the running kernel: the tracing service
+// started as the App starts it (startTracing() with tracerOptions() from the
+// vmscan options and a real Discovery's layout, the host's defaults) and
+// handed to makeVmscanCollector(), scraped into a Sink and rendered as text, compared with
 // an independent count (a second private tracefs instance read as text; see
 // tracing_live_support.h). Root, cgroup v1 memory and tracefs; skipped with the
 // reason otherwise (except the "down" test, which needs nothing).
@@ -16,13 +17,10 @@
 
 #include "collectors/collector.h"
 #include "collectors/discovery.h"
+#include "collectors/vmscan.h"
 #include "metrics/text_format.h"
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 #include "tracing/tracer.h"
-
-namespace memcg {
-std::unique_ptr<Collector> makeVmscanCollector(const CollectorConfig&);
-}
 
 namespace memcg::tracing {
 namespace {
@@ -62,12 +60,13 @@ Scraped scrape(Collector& c, Discovery& d) {
 TEST(VmscanCollectorLive, DownWhenTracingCannotStart) {
   // No root needed: a procfs without /proc/cgroups stops the tracer before
   // it touches tracefs.
-  CollectorConfig cfg;
-  cfg.vmscanInstance = uniq("vmscan_down", 1);
-  cfg.procfsRoot = "/nonexistent/memcg_exporter_test_proc";
-  auto c = makeVmscanCollector(cfg);
+  VmscanOptions cfg;
+  cfg.instance = uniq("vmscan_down", 1);
+  TracingService svc =
+      startTracing(tracerOptions(cfg, MountLayout{}, "/nonexistent/memcg_exporter_test_proc"));
+  EXPECT_EQ(svc.tracer, nullptr);
+  auto c = makeVmscanCollector(svc.tracer.get(), svc.down);
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(activeTracer(), nullptr);
   CgroupTree tree;
   for (int i = 0; i < 2; ++i) {
     ScrapeContext ctx(tree);
@@ -87,8 +86,7 @@ TEST(VmscanCollectorLive, ReclaimCountMatchesIndependentCount) {
   // LiveEnv found it.
   ASSERT_NE(discovery.layout().mode, CgroupMode::kV2);
   ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
-  CollectorConfig cfg;
-  cfg.layout = discovery.layout();
+  VmscanOptions cfg;
 
   RefInstance ref(uniq("ref", 20));
   ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
@@ -100,9 +98,10 @@ TEST(VmscanCollectorLive, ReclaimCountMatchesIndependentCount) {
   DataFile file("/var/tmp/" + uniq("file", 20), 256 * kMiB);
   ASSERT_TRUE(file.ok) << "cannot write " << file.path;
 
-  cfg.vmscanInstance = uniq("vmscan", 20);
-  auto collector = makeVmscanCollector(cfg);
-  ASSERT_NE(activeTracer(), nullptr) << "tracer did not start (see the warn log)";
+  cfg.instance = uniq("vmscan", 20);
+  TracingService svc = startTracing(tracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(svc.tracer, nullptr) << "tracer did not start: " << svc.down.message();
+  auto collector = makeVmscanCollector(svc.tracer.get(), svc.down);
   Scraped before = scrape(*collector, discovery);
   EXPECT_EQ(sampleValue(before.text, "memcg_trace_up"), 1);
   EXPECT_EQ(before.errors, 0u);
@@ -173,8 +172,8 @@ TEST(VmscanCollectorLive, ReclaimCountMatchesIndependentCount) {
                                     "\",context=\"limit\"}"),
             pages);
 
-  collector.reset();  // stops the tracer and removes its instance
-  EXPECT_EQ(activeTracer(), nullptr);
+  collector.reset();
+  svc.tracer.reset();  // stops the tracer and removes its instance
   EXPECT_NE(::access((kTracefs + "/instances/" + uniq("vmscan", 20)).c_str(), F_OK), 0)
       << "instance left behind";
 }

@@ -7,9 +7,9 @@
 #   tests/qemu/run.sh [--exporter PATH | --no-exporter] [--cache DIR]
 #                     [--timeout SECONDS] [--keep] [--verbose]
 #
-# Exit: 0 when every guest test passed (or the lane was skipped because qemu
-# cannot run here at all), 1 on any failure, a missing DONE marker or a timeout,
-# 2 on a usage error.
+# Exit: 0 when every guest test passed, 77 when the lane was skipped because
+# qemu cannot run here at all (ctest SKIP_RETURN_CODE: reported as skipped),
+# 1 on any failure, a missing DONE marker or a timeout, 2 on a usage error.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,7 +57,7 @@ done
 t_start=${SECONDS}
 log() { printf 'qemu lane: %s\n' "$*"; }
 die() { printf 'qemu lane: ERROR: %s\n' "$*" >&2; echo "qemu: 0 passed, 1 failed"; exit 1; }
-skip() { printf 'qemu lane: SKIPPED: %s\n' "$*"; exit 0; }
+skip() { printf 'qemu lane: SKIPPED: %s\n' "$*"; exit 77; }
 
 # --- clean-up: temp dir, loop mounts, a qemu still running ------------------
 work=""

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -21,10 +22,18 @@ TempTree::~TempTree() {
   fs::remove_all(root_, ec);
 }
 
-void TempTree::write(const std::string& rel, const std::string& content) const {
+void TempTree::write(const std::string& rel, std::string_view content) const {
   fs::path p = path(rel);
   fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(content.data(), static_cast<std::streamsize>(content.size()));
+}
+
+std::string TempTree::read(const std::string& rel) const {
+  std::ifstream f(path(rel), std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 void TempTree::mkdir(const std::string& rel) const { fs::create_directories(path(rel)); }

@@ -1,8 +1,11 @@
-// A directory tree built in a temp dir for one test (oomd's Fixture), removed
-// with everything in it when the test ends, also when it fails.
+// The one temp-tree helper of the tests (unit, live, fuzz, benches): a
+// directory tree built under $TMPDIR (default /tmp) as
+// memcg_exporter_test_XXXXXX for one test (oomd's Fixture), removed with
+// everything in it when the test ends, also when it fails.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace memcg::test {
 
@@ -16,7 +19,9 @@ class TempTree {
   const std::string& root() const { return root_; }
   std::string path(const std::string& rel) const { return root_ + "/" + rel; }
   /// Writes a file (creating parent directories).
-  void write(const std::string& rel, const std::string& content) const;
+  void write(const std::string& rel, std::string_view content) const;
+  /// A file's content; empty if it cannot be read.
+  std::string read(const std::string& rel) const;
   void mkdir(const std::string& rel) const;
   /// Removes a file or a directory tree.
   void remove(const std::string& rel) const;

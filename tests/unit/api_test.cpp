@@ -4,17 +4,28 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {
 
 using nlohmann::json;
 
+/// GET /api/v1<sub>?<query> through the route table, as the server does it.
+/// The fixture scraper runs no tracer and no taskstats service.
+http::Response get(Scraper& scraper, const std::string& sub, const std::string& query) {
+  http::Routes routes;
+  api::registerRoutes(routes, api::ApiParts{scraper});
+  http::Request q;
+  q.path = "/api/v1" + sub;
+  q.query = query;
+  return http::dispatch(routes, q);
+}
+
 TEST(Api, Cgroups) {
   test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
   s.text();  // one walk
-  auto r = api::handleGet(*s.scraper, "/cgroups", "");
+  auto r = get(*s.scraper, "/cgroups", "");
   ASSERT_EQ(r.status, 200);
   auto j = json::parse(r.body);
   EXPECT_EQ(j["mode"], "v2");
@@ -25,7 +36,7 @@ TEST(Api, Cgroups) {
 
 TEST(Api, MetricTable) {
   test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
-  auto j = json::parse(api::handleGet(*s.scraper, "/metrics", "").body);
+  auto j = json::parse(get(*s.scraper, "/metrics", "").body);
   bool found = false;
   for (const auto& m : j["metrics"]) {
     if (m["name"] == "memcg_memory_limit_bytes") {
@@ -40,18 +51,18 @@ TEST(Api, MetricTable) {
 TEST(Api, DelaysValidatesInput) {
   test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
   s.text();
-  auto r = api::handleGet(*s.scraper, "/delays", "");
+  auto r = get(*s.scraper, "/delays", "");
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("cgroup"), std::string::npos);
   // The fixture scraper runs no taskstats collector.
-  EXPECT_EQ(api::handleGet(*s.scraper, "/delays", "cgroup=%2Fkubepods").status, 503);
-  EXPECT_EQ(api::handleGet(*s.scraper, "/nope", "").status, 404);
+  EXPECT_EQ(get(*s.scraper, "/delays", "cgroup=%2Fkubepods").status, 503);
+  EXPECT_EQ(get(*s.scraper, "/nope", "").status, 404);
 }
 
 TEST(Api, ReclaimReportNeedsTracing) {
   test::FixtureScrape s(test::fixturePath("cgroupfs/v2"));
   // No vmscan collector runs in unit tests.
-  EXPECT_EQ(api::handleGet(*s.scraper, "/reclaim/report", "").status, 503);
+  EXPECT_EQ(get(*s.scraper, "/reclaim/report", "").status, 503);
   EXPECT_EQ(api::parseDuration("5m"), 300);
   EXPECT_EQ(api::parseDuration("30s"), 30);
   EXPECT_FALSE(api::parseDuration("5 minutes"));
@@ -71,12 +82,12 @@ TEST(Api, InvalidUtf8IsReplacedNotThrown) {
   t.mkdir("cg/bad\xff");
   test::FixtureScrape s(t.path("cg"));
   s.text();  // one walk
-  api::Response r;
-  ASSERT_NO_THROW(r = api::handleGet(*s.scraper, "/nope\xff", ""));
+  http::Response r;
+  ASSERT_NO_THROW(r = get(*s.scraper, "/nope\xff", ""));
   EXPECT_EQ(r.status, 404);
   EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("/nope\xef\xbf\xbd"),
             std::string::npos);
-  ASSERT_NO_THROW(r = api::handleGet(*s.scraper, "/cgroups", ""));
+  ASSERT_NO_THROW(r = get(*s.scraper, "/cgroups", ""));
   ASSERT_EQ(r.status, 200);
   const json j = json::parse(r.body);
   bool found = false;

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg {
 namespace {
@@ -115,8 +115,8 @@ TEST(Hybrid, PressureJoinedFromCgroup2) {
 // Keys from a newer kernel are outside the default set; selected, they are
 // named by rule: event-like prefixes as counters, the rest as bytes.
 TEST(Fields, UnknownKeysByNamingRule) {
-  CollectorConfig cfg;
-  cfg.memoryStatFields = ".*";
+  CollectorInputs cfg;
+  cfg.memoryStat.fields = ".*";
   FixtureScrape v2(fixturePath("cgroupfs/v2"), cfg);
   std::string t = v2.text();
   EXPECT_TRUE(has(t, "memcg_memory_stat_pgnewevent_total{cgroup=\"/kubepods/pod-a\"} 5"));
@@ -138,8 +138,8 @@ TEST(Fields, UnknownKeysThatCannotBeNamesAreSkipped) {
   tree.write("cg/kubepods/memory.stat",
              "anon 4096\npg\xcdscan 1\nfoo-bar 2\nnew.key 3\n");
   tree.write("cg/kubepods/memory.events", "low 0\nhigh 7\nmax{x=\"1\"} 9\nnewevent 2\n");
-  CollectorConfig cfg;
-  cfg.memoryStatFields = ".*";
+  CollectorInputs cfg;
+  cfg.memoryStat.fields = ".*";
   FixtureScrape s(tree.path("cg"), cfg);
   std::string t = s.text();
   EXPECT_TRUE(has(t, "memcg_memory_stat_anon_bytes{cgroup=\"/kubepods\"} 4096"));
@@ -156,8 +156,8 @@ TEST(Fields, UnknownKeysThatCannotBeNamesAreSkipped) {
 }
 
 TEST(Fields, RegexWidensAndNarrows) {
-  CollectorConfig cfg;
-  cfg.memoryStatFields = "cache|total_cache";
+  CollectorInputs cfg;
+  cfg.memoryStat.fields = "cache|total_cache";
   FixtureScrape s(fixturePath("cgroupfs/v1"), cfg);
   std::string t = s.text();
   EXPECT_TRUE(has(t, "memcg_memory_stat_cache_bytes{cgroup=\"/web\"} 262144000"));
@@ -197,7 +197,7 @@ TEST(Vanish, CgroupRemovedMidScrapeIsSkipped) {
   Discovery d(o);
   auto tree = *d.refresh();
   tt.remove("cg/kubepods");
-  CollectorConfig cfg;
+  CollectorInputs cfg;
   cfg.procfsRoot = o.procfsRoot;
   for (auto& c : test::allCollectors(cfg)) {
     ScrapeContext ctx(*tree);

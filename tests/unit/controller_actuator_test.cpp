@@ -9,7 +9,7 @@
 
 #include "collectors/cgroupfs/readers.h"
 #include "controller/actuator.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/api.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "controller/controller.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {
@@ -337,8 +337,17 @@ TEST_F(ControllerTest, RemovedCgroupIsDropped) {
   for (auto f : {"cgroup.procs", "memory.usage_in_bytes", "memory.limit_in_bytes"}) {
     ::unlink(t_.path(std::string("memory/a/") + f).c_str());
   }
-  // The cached fds still read; the poll keeps going. Unprotect works anyway.
-  EXPECT_FALSE(c.unprotect("/a"));
+  // The waiter's next poll sees the cgroup gone and drops its protection
+  // (audited as "cgroup removed"); nothing of it is left: not in the state,
+  // not in the journal, and a later unprotect finds nothing to remove.
+  ASSERT_TRUE(waitFor([&] { return c.state()["protections"].empty(); }))
+      << c.state().dump();
+  auto err = c.unprotect("/a");
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->kind, ErrorKind::kNotFound);
+  auto j = Journal::open(opts_.journal);
+  ASSERT_TRUE(j.ok());
+  EXPECT_TRUE((*j)->pending().empty());
 }
 
 TEST_F(ControllerTest, StartupReplaysTheJournal) {

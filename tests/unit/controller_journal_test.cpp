@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/journal.h"
-#include "tests/unit/controller_fixture.h"
+#include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
 namespace {

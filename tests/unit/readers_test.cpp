@@ -7,6 +7,7 @@
 #include <string>
 
 #include "collectors/cgroupfs/cgroup_dir.h"
+#include "collectors/cgroupfs/usage_limit.h"
 #include "common/file.h"
 
 #include <fstream>
@@ -129,6 +130,58 @@ TEST(CgroupDir, GrowsBufferForLargeFiles) {
   t.write("cg/memory.stat", "cache 1\n");
   ASSERT_EQ((*dir)->read(FileId::kMemoryStat, buf, out), ReadStatus::kOk);
   EXPECT_EQ(out, "cache 1\n");
+}
+
+// The one usage/limit reader: v1 limit_in_bytes; v2 memory.max, else
+// memory.high; a missing file is an error, not a vanished cgroup.
+TEST(UsageLimit, V1AndV2MaxThenHigh) {
+  test::TempTree t;
+  t.write("v1/cgroup.procs", "");
+  t.write("v1/memory.usage_in_bytes", "100\n");
+  t.write("v1/memory.limit_in_bytes", std::to_string(v1UnlimitedBytes()) + "\n");
+  t.write("v2/cgroup.procs", "");
+  t.write("v2/memory.current", "200\n");
+  t.write("v2/memory.max", "max\n");
+  t.write("v2/memory.high", "4096\n");
+  std::string buf;
+  auto v1 = CgroupDir::open(t.path("v1"));
+  auto v2 = CgroupDir::open(t.path("v2"));
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  auto a = readUsageLimit(**v1, false, buf);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->usage, 100u);
+  EXPECT_TRUE(a->limit.unlimited);
+  t.write("v1/memory.limit_in_bytes", "8192\n");
+  a = readUsageLimit(**v1, false, buf);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->limit, (Limit{false, 8192}));
+
+  auto b = readUsageLimit(**v2, true, buf);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  EXPECT_EQ(b->usage, 200u);
+  EXPECT_EQ(b->limit, (Limit{false, 4096}));  // max is "max": high stands in
+  t.write("v2/memory.max", "1024\n");
+  b = readUsageLimit(**v2, true, buf);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->limit, (Limit{false, 1024}));  // max wins when set
+  t.write("v2/memory.max", "max\n");
+  t.write("v2/memory.high", "max\n");
+  b = readUsageLimit(**v2, true, buf);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->limit.unlimited);
+
+  t.write("v2/memory.current", "bogus\n");
+  b = readUsageLimit(**v2, true, buf);
+  ASSERT_FALSE(b.ok());
+  EXPECT_FALSE(b.error().gone());
+  t.remove("v1/memory.usage_in_bytes");
+  a = readUsageLimit(**v1, false, buf);
+  ASSERT_FALSE(a.ok());
+  EXPECT_FALSE(a.error().gone());  // absent file, the cgroup is still there
+  t.remove("v2");
+  b = readUsageLimit(**v2, true, buf);
+  ASSERT_FALSE(b.ok());
+  EXPECT_TRUE(b.error().gone());
 }
 
 }  // namespace

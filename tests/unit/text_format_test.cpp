@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/parse.h"
-#include "tests/unit/scrape_test_util.h"
+#include "tests/support/scrape_test_util.h"
 
 namespace memcg::metrics {
 namespace {

@@ -125,13 +125,13 @@ if is_gt "${off_max}" 0; then
 else
   mt_fail ctl_unprotected_hits_limit "memory.events max +${off_max} without the controller"
 fi
-# A reduction, not perfection: the guest has one emulated CPU, shared by the
-# workload and the controller's threads (see README for the observed values).
-if is_gt "${off_max}" "${on_max}"; then
+# As sharp a drop as the host test asks (e2e.controller): at most a fifth of
+# the baseline's limit hits (observed: 622 unprotected, 0 protected).
+if [ $((on_max * 5)) -le "${off_max}" ]; then
   mt_pass ctl_limit_reclaim_drops
 else
   mt_fail ctl_limit_reclaim_drops "memory.events max: unprotected +${off_max}," \
-    "protected +${on_max} (want fewer)"
+    "protected +${on_max} (want at most a fifth)"
 fi
 
 # The exporter says what it did.

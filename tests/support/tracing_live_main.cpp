@@ -2,7 +2,7 @@
 // whether they run (root, cgroup v1 memory, tracefs) or skip with a reason.
 #include <gtest/gtest.h>
 
-#include "tests/live/tracing_live_support.h"
+#include "tests/support/tracing_live_support.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -1,49 +1,16 @@
-// Fixture cgroupfs trees for the controller tests, built under mkdtemp and
-// removed in the destructor (oomd's util/Fixture.h pattern).
+// Fixture cgroupfs trees for the controller tests, built in a TempTree
+// (tests/support/temp_tree.h; oomd's util/Fixture.h pattern).
 #pragma once
 
-#include <ftw.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <sstream>
+#include <cstdint>
 #include <string>
+
+#include "tests/support/temp_tree.h"
 
 namespace memcg::controller::testing {
 
-class TempTree {
- public:
-  TempTree() {
-    char tmpl[] = "/tmp/memcg_ctl_fixture_XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    root_ = d ? d : "";
-  }
-  ~TempTree() {
-    if (!root_.empty()) {
-      ::nftw(root_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) {
-        return ::remove(p);
-      }, 16, FTW_DEPTH | FTW_PHYS);
-    }
-  }
-  const std::string& root() const { return root_; }
-  std::string path(const std::string& rel) const { return root_ + "/" + rel; }
-  void mkdir(const std::string& rel) const { ::mkdir(path(rel).c_str(), 0755); }
-  void write(const std::string& rel, const std::string& content) const {
-    std::ofstream f(path(rel), std::ios::trunc);
-    f << content;
-  }
-  std::string read(const std::string& rel) const {
-    std::ifstream f(path(rel));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  }
-
- private:
-  std::string root_;
-};
+/// The one temp-tree helper (tests/support/temp_tree.h).
+using TempTree = memcg::test::TempTree;
 
 inline constexpr uint64_t MiB = 1ull << 20;
 

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "tests/support/temp_tree.h"
 
 /// Aborts (a libFuzzer crash, input saved) when `cond` is false.
 #define FUZZ_CHECK(cond)                                                                 \
@@ -36,40 +37,8 @@ inline void quietLogs() {
   log::setLevel(static_cast<log::Level>(static_cast<int>(log::Level::kError) + 1));
 }
 
-/// A directory named memcg_exporter_test_fuzz_* under $TMPDIR (scripts/fuzz.sh
-/// points that into build-fuzz/ and empties it after each run), removed at
-/// exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmp = ::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/memcg_exporter_test_fuzz_XXXXXX";
-    if (const char* d = ::mkdtemp(tmpl.data())) root_ = d;
-    if (root_.empty()) {
-      std::perror("mkdtemp");
-      std::abort();
-    }
-  }
-  ~ScratchDir() {
-    ::nftw(
-        root_.c_str(),
-        [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); },
-        16, FTW_DEPTH | FTW_PHYS);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const std::string& root() const { return root_; }
-  std::string path(const std::string& rel) const { return root_ + "/" + rel; }
-  void mkdir(const std::string& rel) const { ::mkdir(path(rel).c_str(), 0755); }
-  void write(const std::string& rel, std::string_view content) const {
-    std::ofstream f(path(rel), std::ios::binary | std::ios::trunc);
-    f.write(content.data(), static_cast<std::streamsize>(content.size()));
-  }
-
- private:
-  std::string root_;
-};
+/// A scratch tree under $TMPDIR (scripts/fuzz.sh points that into
+/// build-fuzz/ and empties it after each run): the one temp-tree helper.
+using ScratchDir = test::TempTree;
 
 }  // namespace memcg::fuzz

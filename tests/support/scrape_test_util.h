@@ -5,14 +5,14 @@
 #include <regex>
 #include <string>
 
-#include "collectors/collector.h"
 #include "collectors/discovery.h"
+#include "collectors/registry.h"
 #include "exporter/scraper.h"
 #include "tests/support/temp_tree.h"
 
 namespace memcg::test {
 
-inline std::vector<EnabledCollector> allCollectors(const CollectorConfig& cfg) {
+inline std::vector<EnabledCollector> allCollectors(const CollectorInputs& cfg) {
   std::vector<EnabledCollector> out;
   for (const auto& c : collectorRegistry()) {
     if (c.defaultEnabled && !c.live) out.push_back({std::string(c.name), c.make(cfg)});
@@ -29,9 +29,9 @@ inline DiscoveryOptions fixtureOptions(const std::string& cgroupfsRoot) {
 
 /// A Discovery and a Scraper with every default collector.
 struct FixtureScrape {
-  explicit FixtureScrape(const std::string& cgroupfsRoot, CollectorConfig cfg = {})
+  explicit FixtureScrape(const std::string& cgroupfsRoot, CollectorInputs cfg = {})
       : FixtureScrape(fixtureOptions(cgroupfsRoot), std::move(cfg)) {}
-  FixtureScrape(const DiscoveryOptions& o, CollectorConfig cfg) {
+  FixtureScrape(const DiscoveryOptions& o, CollectorInputs cfg) {
     cfg.procfsRoot = o.procfsRoot;
     discovery = std::make_unique<Discovery>(o);
     scraper = std::make_unique<Scraper>(*discovery, allCollectors(cfg));

@@ -1,0 +1,78 @@
+# One way to register a test (used by tests/CMakeLists.txt only).
+#
+# Every ctest name starts with its kind and carries labels, so
+# `ctest -L unit` runs every unit test:
+#   unit.  no root, no kernel state (fixtures, temp trees)   LABELS unit
+#   live.  the running kernel (root)                          LABELS live;root
+#   lint.  static checks (promtool)                           LABELS lint
+#   e2e.   the exporter binary end to end                     LABELS e2e[;root]
+#   qemu.  a guest kernel                                     LABELS qemu
+# A test that cannot run here is reported as skipped, never passed:
+#   - gtest: GTEST_SKIP(); gtest_discover_tests registers one ctest test per
+#     gtest case with SKIP_REGULAR_EXPRESSION "[  SKIPPED ]" (CMake >= 3.18),
+#     so the skip shows as "Skipped" in ctest;
+#   - scripts: exit 77 (SKIP_RETURN_CODE 77, set by memcg_script_test).
+
+# memcg_gtest(<target> KIND unit|live SOURCES ... [LIBS ...] [DEFINITIONS ...]
+#             [NO_MAIN] [TIMEOUT s])
+# One gtest binary; every gtest case becomes ctest test <kind>.<Suite>.<Case>.
+# NO_MAIN: the sources bring their own main() (linked with GTest::gtest).
+function(memcg_gtest target)
+  cmake_parse_arguments(T "NO_MAIN" "KIND;TIMEOUT" "SOURCES;LIBS;DEFINITIONS" ${ARGN})
+  if(T_KIND STREQUAL "unit")
+    set(labels unit)
+    if(NOT T_TIMEOUT)
+      set(T_TIMEOUT 120)
+    endif()
+    set(serial FALSE)
+  elseif(T_KIND STREQUAL "live")
+    set(labels "live;root")
+    if(NOT T_TIMEOUT)
+      set(T_TIMEOUT 600)
+    endif()
+    set(serial TRUE)  # live tests load the machine and count kernel events
+  else()
+    message(FATAL_ERROR "memcg_gtest(${target}): KIND must be unit or live")
+  endif()
+  add_executable(${target} ${T_SOURCES})
+  if(T_NO_MAIN)
+    target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest)
+  else()
+    target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest_main)
+  endif()
+  target_compile_definitions(${target} PRIVATE MEMCG_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+                             ${T_DEFINITIONS})
+  gtest_discover_tests(${target} TEST_PREFIX "${T_KIND}." DISCOVERY_TIMEOUT 60
+                       TEST_LIST ${target}_TESTS
+                       PROPERTIES TIMEOUT ${T_TIMEOUT} RUN_SERIAL ${serial})
+  # Labels are a list, which gtest_discover_tests' PROPERTIES flattens
+  # ("live;root" would become LABELS live, then a property named root): set
+  # them from a ctest include file that runs after the discovered list.
+  set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_labels.cmake)
+  file(WRITE ${labels_file}
+       "if(DEFINED ${target}_TESTS)\n"
+       "  set_tests_properties(\${${target}_TESTS} PROPERTIES LABELS \"${labels}\")\n"
+       "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels_file})
+endfunction()
+
+# memcg_script_test(<name> KIND lint|e2e|qemu [ROOT] [TIMEOUT s] [SERIAL]
+#                   COMMAND ...)
+# A script or command; exit 0 passes, 77 skips, anything else fails.
+# COMMAND is a CMake list: a ';' inside a "sh -c" string splits it (use &&).
+function(memcg_script_test name)
+  cmake_parse_arguments(T "ROOT;SERIAL" "KIND;TIMEOUT" "COMMAND" ${ARGN})
+  if(NOT T_KIND MATCHES "^(lint|e2e|qemu)$")
+    message(FATAL_ERROR "memcg_script_test(${name}): KIND must be lint, e2e or qemu")
+  endif()
+  set(labels ${T_KIND})
+  if(T_ROOT)
+    list(APPEND labels root)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  add_test(NAME ${T_KIND}.${name} COMMAND ${T_COMMAND})
+  set_tests_properties(${T_KIND}.${name} PROPERTIES LABELS "${labels}" TIMEOUT ${T_TIMEOUT}
+                       SKIP_RETURN_CODE 77 RUN_SERIAL ${T_SERIAL})
+endfunction()

@@ -1,0 +1,140 @@
+#include "exporter/app.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "collectors/registry.h"
+#include "common/log.h"
+#include "controller/controller_collector.h"
+#include "exporter/api.h"
+#include "exporter/version.h"
+#include "exporter/web.h"
+
+namespace memcg {
+namespace {
+
+bool enabled(const std::vector<std::string>& on, std::string_view name) {
+  return std::find(on.begin(), on.end(), name) != on.end();
+}
+
+}  // namespace
+
+App::App(const Options& opts) : opts_(opts) {
+  discovery_ = std::make_unique<Discovery>(opts_.discovery);
+  const auto& layout = discovery_->layout();
+  log::info("starting memcg_exporter",
+            std::string("version=") + kVersion + " revision=" + kRevision +
+                " mode=" + std::string(modeName(layout.mode)) +
+                " memory_root=" + log::quote(layout.memoryRoot) +
+                (layout.unifiedRoot.empty()
+                     ? ""
+                     : " unified_root=" + log::quote(layout.unifiedRoot)));
+
+  const auto on = opts_.enabledCollectors();
+  const std::string& procfs = opts_.discovery.procfsRoot;
+  // Services before the collectors that read them.
+  if (enabled(on, "vmscan")) {
+    tracing_ = startTracing(tracerOptions(opts_.collectors.vmscan, layout, procfs));
+  }
+  if (enabled(on, "taskstats")) {
+    // Exits of processes no scrape saw are attributed by the tracer's pid
+    // cache (null while tracing is down: by sampling cgroup.procs then).
+    TaskstatsExitAttribution exits;
+    exits.lookup = tracing_.tracer.get();
+    exits.layout = layout;
+    taskstats_ = std::make_unique<TaskstatsService>(opts_.collectors.taskstats, procfs, exits);
+  }
+  CollectorInputs in;
+  in.procfsRoot = procfs;
+  in.memoryStat = opts_.collectors.memoryStat;
+  in.tracer = tracing_.tracer.get();
+  in.tracingDown = tracing_.down;
+  in.taskstats = taskstats_.get();
+  std::vector<EnabledCollector> collectors;
+  for (const auto& info : collectorRegistry()) {
+    if (enabled(on, info.name))
+      collectors.push_back({std::string(info.name), info.make(in)});
+  }
+
+  buildController();
+  if (controller_) {
+    collectors.push_back(
+        {"controller", controller::makeControllerCollector(*controller_)});
+  }
+  scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
+  for (const auto& n : on) log::info("collector enabled", "collector=" + n);
+  if (auto t = discovery_->refresh(); !t.ok()) {
+    log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));
+  } else {
+    log::info("cgroups discovered", "count=" + std::to_string((*t)->cgroups.size()) +
+                                        " dropped=" + std::to_string((*t)->dropped));
+  }
+
+  buildRoutes();
+  server_ = std::make_unique<HttpServer>(
+      HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
+  log::info("listening", "address=" + opts_.listenAddress +
+                             " port=" + std::to_string(server_->port()) +
+                             " telemetry_path=" + opts_.telemetryPath);
+}
+
+App::~App() {
+  // The server first: no request may reach a part being torn down.
+  server_.reset();
+  if (controller_) controller_->stop();
+}
+
+void App::buildController() {
+  const auto& c = opts_.controller;
+  // Off unless enabled. A limit a crash left lowered is put back at start
+  // either way.
+  if (c.enable) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(c.journal).parent_path(),
+                                        ec);
+    controller_ = std::make_unique<controller::Controller>(
+        c, *discovery_, controller::ActuatorOptions{}, tracing_.tracer.get());
+    controller_->start();
+    log::info("controller enabled", std::string("dry_run=") +
+                                        (c.dryRun ? "true" : "false") +
+                                        " allow=" + log::quote(c.allow));
+  } else if (::access(c.journal.c_str(), F_OK) == 0) {
+    auto r = controller::recoverJournal(c);
+    log::info("controller journal replayed",
+              "restored=" + std::to_string(r.restored) + " conflicts=" +
+                  std::to_string(r.conflicts) + " failed=" + std::to_string(r.failed));
+  }
+  controllerApi_ = std::make_unique<controller::ControllerApi>(
+      controller_.get(), c.tokenFile.empty()
+                             ? std::string()
+                             : controller::ControllerApi::readTokenFile(c.tokenFile));
+}
+
+void App::buildRoutes() {
+  Scraper& scraper = *scraper_;
+  routes_.add(
+      {"GET", opts_.telemetryPath, [&scraper](const http::Request&, http::Response& r) {
+         r.body.clear();
+         scraper.scrapeText(r.body);
+         r.contentType = "text/plain; version=0.0.4; charset=utf-8";
+         r.compressible = true;
+       }});
+  routes_.add({"GET", "/-/healthy", [](const http::Request&, http::Response& r) {
+                 r = http::Response{200, "Healthy\n", "text/plain; charset=utf-8"};
+               }});
+  routes_.add({"GET", "/-/ready", [&scraper](const http::Request&, http::Response& r) {
+                 r = scraper.ready()
+                         ? http::Response{200, "Ready\n", "text/plain; charset=utf-8"}
+                         : http::Response{503, "Not ready\n",
+                                          "text/plain; charset=utf-8"};
+               }});
+  api::registerRoutes(routes_,
+                      api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
+  controllerApi_->registerRoutes(routes_);
+  web::registerRoutes(routes_,
+                      web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
+}
+
+}  // namespace memcg

@@ -1,0 +1,72 @@
+// The composition root: one App builds and owns every service and hands each
+// part the narrow interface it needs. No part finds another through a global.
+//
+// Order (each part only reads what was built before it):
+//   discovery   the hierarchy and the cgroup walks
+//   tracing     the tracer (vmscan options), started before the collectors
+//               that read it; or the reason it is down
+//   taskstats   the netlink service (with --collector.taskstats), handed the
+//               tracer as a PidCgroupLookup (exits no scrape saw; null if down)
+//   collectors  the enabled ones, handed their options and services
+//   controller  (with --controller.enable) handed the tracer as a
+//               ReclaimAttribution; otherwise the journal is replayed
+//   scraper     the collectors (and the controller's metrics)
+//   routes      each part registers its rows (metrics, health, the JSON
+//               APIs, the landing page)
+//   http        the server, transport only
+// Destruction runs in reverse: the server stops before anything it serves.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "collectors/discovery.h"
+#include "collectors/taskstats.h"
+#include "collectors/vmscan.h"
+#include "controller/api.h"
+#include "controller/controller.h"
+#include "exporter/flags.h"
+#include "exporter/http_server.h"
+#include "exporter/routes.h"
+#include "exporter/scraper.h"
+
+namespace memcg {
+
+class App {
+ public:
+  /// Builds and starts everything. Throws (std::runtime_error,
+  /// std::invalid_argument) for start-up errors such as a port in use or a
+  /// bad regex; a service that is merely unavailable (no tracefs, no
+  /// CAP_NET_ADMIN) is down and logged, not fatal.
+  explicit App(const Options& opts);
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
+
+  Discovery& discovery() { return *discovery_; }
+  Scraper& scraper() { return *scraper_; }
+  const http::Routes& routes() const { return routes_; }
+  /// Null while tracing is down or the vmscan collector is off.
+  tracing::Tracer* tracer() { return tracing_.tracer.get(); }
+  /// Null unless the taskstats collector is on.
+  TaskstatsService* taskstats() { return taskstats_.get(); }
+  /// Null unless --controller.enable.
+  controller::Controller* controller() { return controller_.get(); }
+  int port() const { return server_->port(); }
+
+ private:
+  void buildController();
+  void buildRoutes();
+
+  Options opts_;
+  std::unique_ptr<Discovery> discovery_;
+  TracingService tracing_;
+  std::unique_ptr<TaskstatsService> taskstats_;
+  std::unique_ptr<controller::Controller> controller_;
+  std::unique_ptr<controller::ControllerApi> controllerApi_;
+  std::unique_ptr<Scraper> scraper_;
+  http::Routes routes_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+}  // namespace memcg

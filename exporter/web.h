@@ -1,0 +1,25 @@
+// Web assets compiled into the binary (exporter/web/*, embedded by
+// cmake/embed_asset.cmake) and the routes that serve them.
+//
+// index.html is a template: {{version}}, {{revision}}, {{telemetry_path}} and
+// {{collectors}} (one <li> per enabled collector) are filled in once at start.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exporter/routes.h"
+
+namespace memcg::web {
+
+extern const std::string_view kIndexHtml;  ///< exporter/web/index.html
+
+/// index.html with its placeholders filled (values HTML-escaped).
+std::string renderIndex(std::string_view telemetryPath,
+                        const std::vector<std::string>& collectors);
+
+/// GET / : the landing page.
+void registerRoutes(http::Routes& routes, std::string indexHtml);
+
+}  // namespace memcg::web

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The deployment files' checks (ctest lint.deploy_*). No container engine needed.
+#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join <source dir> <build dir>
+# Exit 77 (skipped) when a tool is missing or, for amtool, when
+# alerts/alertmanager.yml is not on this branch yet.
+set -euo pipefail
+what=$1 src=$2 build=$3
+need() { command -v "$1" >/dev/null || { echo "SKIPPED: $1 is not installed (scripts/deps.sh test)"; exit 77; }; }
+tmp=$(mktemp -d /tmp/memcg_exporter_test_deploy_lint.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$src"
+case $what in
+  yamllint)
+    need yamllint
+    files=(docker/*.yml deploy/kubernetes/*.yaml deploy/kubernetes/*.yml)
+    yamllint -s -c tests/deploy/yamllint.yml "${files[@]}"
+    echo "yamllint: ${#files[@]} files clean"
+    ;;
+  compose)
+    need docker-compose
+    # compose.yml alone, then with the controller override; -q: parse and
+    # validate only (no engine). The mounts of alerts/ and dashboards/ need not
+    # exist for this.
+    docker-compose -f docker/compose.yml config -q
+    docker-compose -f docker/compose.yml -f docker/compose.controller.yml config > "$tmp/merged.yml"
+    grep -q -- '--controller.enable' "$tmp/merged.yml"
+    n=$(docker-compose -f docker/compose.yml config --services | wc -l)
+    [ "$n" -eq 4 ] || { echo "expected 4 services, got $n"; exit 1; }
+    echo "docker-compose config: compose.yml ($n services) and + compose.controller.yml valid"
+    ;;
+  promtool)
+    need promtool
+    # The configs name the rules where the containers mount them
+    # (/etc/prometheus/alerts); check them against the repository's alerts/.
+    for f in docker/prometheus.yml deploy/kubernetes/prometheus-scrape.yml; do
+      sed "s|/etc/prometheus/alerts/|$src/alerts/|" "$f" > "$tmp/$(basename "$f")"
+      promtool check config "$tmp/$(basename "$f")"
+    done
+    ls alerts/*.rules.yml >/dev/null 2>&1 && echo "rules checked: $(ls alerts/*.rules.yml)" \
+      || echo "note: alerts/*.rules.yml absent on this branch: configs checked without rules"
+    ;;
+  amtool)
+    need amtool
+    if [ ! -f alerts/alertmanager.yml ]; then
+      echo "SKIPPED: alerts/alertmanager.yml is not on this branch (the alerts work adds it;"
+      echo "docker/compose.yml mounts it into Alertmanager)"
+      exit 77
+    fi
+    amtool check-config alerts/alertmanager.yml
+    ;;
+  kubernetes)
+    need node
+    need npm
+    tools=$build/deploy-tools
+    if [ ! -f "$tools/node_modules/kubernetes-models/package.json" ] ||
+       [ ! -f "$tools/node_modules/@kubernetes-models/prometheus-operator/package.json" ] ||
+       [ ! -f "$tools/node_modules/js-yaml/package.json" ]; then
+      mkdir -p "$tools"
+      cp tests/deploy/package.json "$tools/package.json"
+      (cd "$tools" && npm install --no-audit --no-fund --silent) ||
+        { echo "npm install failed (no registry?)"; exit 1; }
+    fi
+    node tests/deploy/k8s_validate.mjs "$tools/node_modules" deploy/kubernetes/*.yaml
+    ;;
+  join)
+    need promtool
+    # The README's kubepods join, evaluated by Prometheus' rule engine on
+    # series shaped like the exporter's and kube-state-metrics'.
+    promtool test rules tests/deploy/kubepods_join_test.yml
+    python3 - "$src" <<'PY'
+import re, sys, yaml
+src = sys.argv[1]
+expr = yaml.safe_load(open(src + "/tests/deploy/kubepods_join.rules.yml"))["groups"][0]["rules"][0]["expr"]
+norm = lambda s: " ".join(s.split())
+if norm(expr) not in norm(open(src + "/README.md").read()):
+    sys.exit("README.md does not show the tested join (tests/deploy/kubepods_join.rules.yml) verbatim")
+print("README's join is the tested one")
+PY
+    ;;
+  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join <src> <build>" >&2; exit 2 ;;
+esac

@@ -1,0 +1,113 @@
+// The composition root on a fixture tree: the App builds every part, each
+// registers its routes, and the server (transport only) serves them on
+// loopback. No root: vmscan is off, the controller disabled.
+#include "exporter/app.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/temp_tree.h"
+
+namespace memcg {
+namespace {
+
+Options fixtureOptions(const test::TempTree& t) {
+  const std::string cg = "--path.cgroupfs=" + test::fixturePath("cgroupfs/v2");
+  const std::string proc = "--path.procfs=" + test::fixturePath("procfs");
+  const std::string journal = "--controller.journal=" + t.path("journal");
+  std::vector<const char*> args = {"memcg_exporter",
+                                   cg.c_str(),
+                                   proc.c_str(),
+                                   "--no-collector.vmscan",
+                                   "--web.listen-address=127.0.0.1:0",
+                                   journal.c_str()};
+  return parseFlags(static_cast<int>(args.size()), args.data());
+}
+
+http::Response get(const App& app, const std::string& path) {
+  http::Request q;
+  q.path = path;
+  return http::dispatch(app.routes(), q);
+}
+
+/// One raw HTTP/1.0 exchange with the server on loopback.
+std::string exchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    size_t off = 0;
+    while (off < request.size()) {
+      ssize_t n = ::write(fd, request.data() + off, request.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    ::shutdown(fd, SHUT_WR);
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(App, EveryPartRegistersItsRoutes) {
+  test::TempTree t;
+  App app(fixtureOptions(t));
+  EXPECT_EQ(app.tracer(), nullptr);     // vmscan off: no tracer started
+  EXPECT_EQ(app.taskstats(), nullptr);  // taskstats off by default
+  EXPECT_EQ(app.controller(), nullptr);
+  for (const char* p : {"/metrics", "/-/healthy", "/-/ready", "/", "/api/v1/cgroups",
+                        "/api/v1/metrics", "/api/v1/delays", "/api/v1/reclaim/report",
+                        "/api/v1/locks", "/api/v1/controller/state"}) {
+    EXPECT_NE(app.routes().find("GET", p), nullptr) << p;
+  }
+  EXPECT_NE(app.routes().find("POST", "/api/v1/controller/protect"), nullptr);
+  EXPECT_NE(app.routes().find("POST", "/api/v1/controller/unprotect"), nullptr);
+
+  auto m = get(app, "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_TRUE(m.compressible);
+  EXPECT_NE(m.body.find("memcg_memory_usage_bytes{cgroup=\"/kubepods\"}"),
+            std::string::npos);
+  EXPECT_EQ(m.body.find("collector=\"vmscan\""), std::string::npos);
+  EXPECT_EQ(get(app, "/-/ready").status, 200);  // the App's first walk
+  EXPECT_EQ(get(app, "/api/v1/reclaim/report").status, 503);
+  EXPECT_EQ(get(app, "/api/v1/controller/state").status, 503);
+  auto page = get(app, "/");
+  EXPECT_NE(page.body.find("<li>memory_stat</li>"), std::string::npos);
+  EXPECT_EQ(page.body.find("<li>vmscan</li>"), std::string::npos);
+}
+
+TEST(App, ServesTheTableOverHttp) {
+  test::TempTree t;
+  App app(fixtureOptions(t));
+  ASSERT_GT(app.port(), 0);
+  std::string r = exchange(app.port(), "GET /api/v1/nope HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("Content-Type: application/json"), std::string::npos);
+  EXPECT_NE(r.find(R"({"error":"no such endpoint: /api/v1/nope"})"), std::string::npos);
+  r = exchange(app.port(), "GET /metrics HTTP/1.0\r\nAccept-Encoding: gzip\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r.substr(0, 200);
+  EXPECT_NE(r.find("Content-Encoding: gzip"), std::string::npos);
+  // The one body limit, enforced before the handler.
+  const std::string body(http::kMaxBodyBytes + 10, 'x');
+  r = exchange(app.port(),
+               "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(r.rfind("HTTP/1.1 413 ", 0), 0u) << r.substr(0, 200);
+  r = exchange(app.port(),
+               "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
+  EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r.substr(0, 200);  // controller disabled
+}
+
+}  // namespace
+}  // namespace memcg

@@ -17,6 +17,7 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 #include "collectors/discovery.h"
 #include "common/result.h"
+#include "metrics/descriptors.h"
 #include "metrics/metric.h"
 
 namespace memcg {
@@ -44,15 +45,11 @@ class Collector {
   virtual std::vector<const metrics::Desc*> describe() const = 0;
 };
 
-// Descriptor helpers: every per-cgroup metric carries the `cgroup` label first.
-metrics::Desc cgroupGauge(std::string name, std::string help,
-                          std::vector<std::string> extraLabels = {});
-metrics::Desc cgroupCounter(std::string name, std::string help,
-                            std::vector<std::string> extraLabels = {});
-metrics::Desc nodeGauge(std::string name, std::string help,
-                        std::vector<std::string> labels = {});
-metrics::Desc nodeCounter(std::string name, std::string help,
-                          std::vector<std::string> labels = {});
+// Descriptor helpers (metrics/descriptors.h, shared with tracing and the controller).
+using metrics::cgroupCounter;
+using metrics::cgroupGauge;
+using metrics::nodeCounter;
+using metrics::nodeGauge;
 
 // Factories of the collectors without options of their own (the others are
 // declared in memory_stat.h, memory_usage.h, vmscan.h and taskstats.h, beside

@@ -15,34 +15,6 @@ cgroupfs::ReadStatus ScrapeContext::read(const cgroupfs::CgroupDir& dir, cgroupf
   return st;
 }
 
-namespace {
-metrics::Desc make(metrics::Type t, std::string name, std::string help,
-                   std::vector<std::string> labels) {
-  return metrics::Desc{std::move(name), std::move(help), t, std::move(labels), {}};
-}
-std::vector<std::string> withCgroup(std::vector<std::string> extra) {
-  extra.insert(extra.begin(), "cgroup");
-  return extra;
-}
-}  // namespace
-
-metrics::Desc cgroupGauge(std::string name, std::string help, std::vector<std::string> extra) {
-  return make(metrics::Type::kGauge, std::move(name), std::move(help),
-              withCgroup(std::move(extra)));
-}
-metrics::Desc cgroupCounter(std::string name, std::string help,
-                            std::vector<std::string> extra) {
-  return make(metrics::Type::kCounter, std::move(name), std::move(help),
-              withCgroup(std::move(extra)));
-}
-metrics::Desc nodeGauge(std::string name, std::string help, std::vector<std::string> labels) {
-  return make(metrics::Type::kGauge, std::move(name), std::move(help), std::move(labels));
-}
-metrics::Desc nodeCounter(std::string name, std::string help,
-                          std::vector<std::string> labels) {
-  return make(metrics::Type::kCounter, std::move(name), std::move(help), std::move(labels));
-}
-
 FlagList collectorFlags(CollectorOptions& o) {
   FlagList out = memoryStatFlags(o.memoryStat);
   for (auto& f : memoryUsageFlags(o.memoryUsage)) out.push_back(std::move(f));

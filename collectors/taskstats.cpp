@@ -12,15 +12,37 @@
 // at exit), and memcg_delay_accounting_enabled shows the state. Needs
 // CAP_NET_ADMIN: without it the collector reports failure and logs why once.
 // Off by default: it costs ~2 us per process per scrape.
+//
+// Processes no scrape saw alive (shorter than the scrape interval: builds,
+// batch jobs, cron) are attributed from their exit record to the cgroup they
+// were in:
+//  - with tracing, by the tracer's pid cache (the App hands the service the
+//    Tracer as a tracing::PidCgroupLookup; taskstatsExitLocator,
+//    collectors/taskstats_locator.h; it follows fork, exit and cgroup attach,
+//    and every task that reclaimed is in it), retried for a few seconds while
+//    the trace reader catches up;
+//  - without tracing (and for tasks the tracer does not know), by sampling:
+//    between scrapes the listener thread reads the scraped cgroups'
+//    cgroup.procs every second (no TASKSTATS queries), so a process that
+//    lived at least ~1 s in a cgroup that was scraped before is attributed;
+//    shorter ones are not. /proc/<pid>/cgroup at exit is no use: by the time
+//    the record is read the kernel has detached the exiting task (v1 shows
+//    "/"), so it would charge the root.
+// memcg_delay_exits_located_total counts them.
+#include <sys/stat.h>
+
 #include <mutex>
 
 #include "collectors/taskstats.h"
 
 #include "collectors/collector.h"
+#include "collectors/taskstats_locator.h"
 #include "collectors/taskstats/cgroup_delays.h"
 #include "collectors/taskstats/delay_table.h"
 #include "collectors/taskstats/delayacct_sysctl.h"
+#include "common/file.h"
 #include "common/log.h"
+#include "tracing/cgroup_resolver.h"
 
 namespace memcg {
 namespace {
@@ -42,6 +64,10 @@ const metrics::Desc kExitsLost = nodeCounter(
 const metrics::Desc kOverruns = nodeCounter(
     "memcg_delay_exit_listener_overruns_total",
     "Times the TASKSTATS exit listener's socket overflowed (exit records lost).");
+const metrics::Desc kExitsLocated = nodeCounter(
+    "memcg_delay_exits_located_total",
+    "Exited processes no scrape saw alive, folded into the cgroup they were in (tracer's pid "
+    "cache or /proc at exit).");
 const metrics::Desc kListening = nodeGauge(
     "memcg_delay_exit_listener_up", "1 if the TASKSTATS exit listener is registered.");
 const metrics::Desc kProcesses = cgroupGauge(
@@ -120,13 +146,14 @@ class TaskstatsCollector : public Collector {
     auto st = agg->stats();
     sink.add(kExitsFolded, {}, static_cast<double>(st.exits_folded));
     sink.add(kExitsLost, {}, static_cast<double>(st.exits_without_record));
+    sink.add(kExitsLocated, {}, static_cast<double>(st.exits_located));
     sink.add(kOverruns, {}, static_cast<double>(st.listener_overruns));
     sink.add(kListening, {}, st.listening ? 1 : 0);
   }
 
   std::vector<const metrics::Desc*> describe() const override {
     std::vector<const metrics::Desc*> out = {&kEnabled, &kEnabledByUs, &kExitsFolded,
-                                             &kExitsLost, &kOverruns, &kListening, &kProcesses};
+                                             &kExitsLost, &kExitsLocated, &kOverruns, &kListening, &kProcesses};
     for (const auto& c : classes_) {
       out.push_back(&c.count);
       out.push_back(&c.total);
@@ -142,6 +169,27 @@ class TaskstatsCollector : public Collector {
 
 }  // namespace
 
+std::shared_ptr<tracing::CgroupResolver> procCgroupResolver(const std::string& procfs,
+                                                           const MountLayout& layout) {
+  int hierarchy = layout.mode == CgroupMode::kV2 ? 0 : -1;
+  if (auto text = readWholeFile(procfs + "/cgroups"); text.ok()) {
+    if (auto h = tracing::parseMemoryHierarchyId(*text)) hierarchy = *h;
+  }
+  if (hierarchy < 0) return nullptr;  // no memory controller: nothing to read
+  return std::make_shared<tracing::ProcCgroupResolver>(procfs, hierarchy, layout.memoryRoot);
+}
+
+taskstats::DelayLedger::ExitLocator taskstatsExitLocator(
+    const tracing::PidCgroupLookup* lookup, std::shared_ptr<tracing::CgroupResolver> ids) {
+  if (!lookup) return {};
+  return [lookup, ids](uint32_t tgid, bool) -> uint64_t {
+    auto w = lookup->cgroupOf(static_cast<int32_t>(tgid));
+    if (!w) return 0;
+    if (w->id != 0) return w->id;
+    return ids ? ids->idOf(w->cgroup) : 0;  // stat the directory
+  };
+}
+
 FlagList taskstatsFlags(TaskstatsOptions& o) {
   return {switchFlag("collector.taskstats.enable-delayacct",
                      "Switch kernel.task_delayacct on at start (and off again at exit) for the "
@@ -149,10 +197,14 @@ FlagList taskstatsFlags(TaskstatsOptions& o) {
                      o.enableDelayacct)};
 }
 
-TaskstatsService::TaskstatsService(const TaskstatsOptions& o, std::string procfs)
+TaskstatsService::TaskstatsService(const TaskstatsOptions& o, std::string procfs,
+                                   const TaskstatsExitAttribution& exits)
     : procfs_(std::move(procfs)) {
   status_ = taskstats::ensureTaskDelayacct(o.enableDelayacct, procfs_);  // logs itself
-  auto agg = taskstats::CgroupDelayAggregator::create();
+  taskstats::CgroupDelayAggregator::Options opts;
+  opts.locate_exit =
+      taskstatsExitLocator(exits.lookup, procCgroupResolver(procfs_, exits.layout));
+  auto agg = taskstats::CgroupDelayAggregator::create(std::move(opts));
   if (agg.ok()) {
     agg_ = std::move(*agg);
   } else {

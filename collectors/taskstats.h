@@ -16,6 +16,7 @@
 #include "collectors/taskstats/delayacct_sysctl.h"
 #include "common/flag_spec.h"
 #include "common/result.h"
+#include "tracing/attribution.h"
 
 namespace memcg {
 
@@ -27,11 +28,22 @@ struct TaskstatsOptions {
 
 FlagList taskstatsFlags(TaskstatsOptions& o);
 
+/// How the service attributes the exit of a process no scrape saw alive
+/// (collectors/taskstats.cpp explains both ways).
+struct TaskstatsExitAttribution {
+  /// The tracer's pid cache (the App passes the Tracer); null while tracing
+  /// is down: then by sampling cgroup.procs only. Must outlive the service.
+  const tracing::PidCgroupLookup* lookup = nullptr;
+  /// Where the memory hierarchy is, to find the inode of an answer without one.
+  MountLayout layout;
+};
+
 class TaskstatsService {
  public:
   /// Switches delay accounting on if asked and opens the netlink client;
   /// without CAP_NET_ADMIN the service is down (logged once). Never throws.
-  TaskstatsService(const TaskstatsOptions& o, std::string procfs);
+  TaskstatsService(const TaskstatsOptions& o, std::string procfs,
+                   const TaskstatsExitAttribution& exits = {});
   /// Leaves kernel.task_delayacct as it was found.
   ~TaskstatsService();
   TaskstatsService(const TaskstatsService&) = delete;

@@ -120,7 +120,7 @@ class VmscanCollector : public Collector {
     }
     tracing::TraceSnapshot s = tracer_->snapshot();
     tracing::renderTraceSnapshot(s, sink);
-    tracing::reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
+    tracer_->reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
     if (!s.running) {
       if (!stopped_logged_.exchange(true)) log::warn("vmscan trace reader is not running");
       ctx.fail(makeError(EIO, tracer_->session().instanceDir(), "trace reader stopped"));

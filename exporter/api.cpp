@@ -98,7 +98,7 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
   if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
   auto now = std::chrono::steady_clock::now();
   tracing::TraceSnapshot snap = a.tracer->snapshot();
-  tracing::reportHistory().maybeRecord(now, snap);
+  a.tracer->reportHistory().maybeRecord(now, snap);
   std::string w = req.param("window");
   if (w.empty()) return http::replyJson(resp, tracing::reclaimReport(snap));
   auto secs = parseDuration(w);
@@ -106,7 +106,7 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
     return http::replyError(resp, 400,
                             "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
   }
-  auto base = tracing::reportHistory().baseline(
+  auto base = a.tracer->reportHistory().baseline(
       now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                std::chrono::duration<double>(*secs)));
   if (!base) return http::replyJson(resp, tracing::reclaimReport(snap));
@@ -123,8 +123,8 @@ void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
   // Kernel symbols only for a report that has addresses to name.
   const tracing::Kallsyms* syms = snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
                                       ? nullptr
-                                      : tracing::processKallsyms(a.tracer->procfs());
-  http::replyJson(resp, tracing::lockReport(snap.locks, syms, tracing::processLockIds(),
+                                      : a.tracer->kallsyms();
+  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.tracer->lockIds(),
                                             a.tracer->lockAddresses()));
 }
 

@@ -39,7 +39,12 @@ App::App(const Options& opts) : opts_(opts) {
     tracing_ = startTracing(tracerOptions(opts_.collectors.vmscan, layout, procfs));
   }
   if (enabled(on, "taskstats")) {
-    taskstats_ = std::make_unique<TaskstatsService>(opts_.collectors.taskstats, procfs);
+    // Exits of processes no scrape saw are attributed by the tracer's pid
+    // cache (null while tracing is down: by sampling cgroup.procs then).
+    TaskstatsExitAttribution exits;
+    exits.lookup = tracing_.tracer.get();
+    exits.layout = layout;
+    taskstats_ = std::make_unique<TaskstatsService>(opts_.collectors.taskstats, procfs, exits);
   }
   CollectorInputs in;
   in.procfsRoot = procfs;

@@ -5,7 +5,8 @@
 //   discovery   the hierarchy and the cgroup walks
 //   tracing     the tracer (vmscan options), started before the collectors
 //               that read it; or the reason it is down
-//   taskstats   the netlink service (with --collector.taskstats)
+//   taskstats   the netlink service (with --collector.taskstats), handed the
+//               tracer as a PidCgroupLookup (exits no scrape saw; null if down)
 //   collectors  the enabled ones, handed their options and services
 //   controller  (with --controller.enable) handed the tracer as a
 //               ReclaimAttribution; otherwise the journal is replayed

@@ -4,159 +4,171 @@
 
 namespace memcg::tracing {
 
-const char* reclaimKindName(ReclaimKind k) {
-  switch (k) {
-    case ReclaimKind::kDirect:
-      return "direct";
-    case ReclaimKind::kMemcg:
-      return "memcg";
-    case ReclaimKind::kSoftlimit:
-      return "softlimit";
-    case ReclaimKind::kProactive:
-      return "proactive";
-    default:
-      return "unknown";
-  }
-}
-
-const char* reclaimContextName(ReclaimContext c) {
-  switch (c) {
-    case ReclaimContext::kDirect:
-      return "direct";
-    case ReclaimContext::kMemcg:
-      return "memcg";
-    case ReclaimContext::kSoftlimit:
-      return "softlimit";
-    case ReclaimContext::kProactive:
-      return "proactive";
-    case ReclaimContext::kKswapd:
-      return "kswapd";
-    case ReclaimContext::kOther:
-      return "other";
-    default:
-      return "unknown";
-  }
-}
-
-const char* lruTypeName(LruType l) { return l == LruType::kAnon ? "anon" : "file"; }
-
 Aggregator::Aggregator(AggregatorOptions opts, std::unique_ptr<CgroupResolver> resolver)
-    : opts_(opts), resolver_(std::move(resolver)) {
-  CgroupTraceStats unknown;
-  unknown.unknown = true;
-  slots_.push_back(std::move(unknown));
-  pids_.reserve(4096);
-  ProcessTraceStats other;
-  other.other = true;
-  procs_.push_back(std::move(other));
-  procs_slot_.push_back(0);
+    : opts_(opts),
+      resolver_(std::move(resolver)),
+      series_(opts_.max_cgroups, resolver_.get()),
+      pids_(opts_.max_pids, resolver_.get(), series_),
+      rows_(opts_.max_processes, opts_.max_exited_processes) {
+  series_.onRetire([this](uint32_t slot) { retired(slot); });
+  PidCache::Hooks hooks;
+  hooks.created = [this](int32_t tid, TaskState& st) {
+    if (proactive_.isReclaimer(tid)) st.flags |= TaskState::kProactive;
+  };
+  hooks.forgotten = [this](int32_t, TaskState& st) { rows_.drop(st.row, series_); };
+  hooks.exited = [this](int32_t tid) { locks_.forget(tid); };
+  pids_.setHooks(std::move(hooks));
   locks_.setMaxPids(opts_.max_pids);
+}
+
+void Aggregator::retired(uint32_t slot) {
+  // Whatever points at the slot lets go before it is cleared for reuse.
+  locks_.dropSlot(slot);
+  pids_.dropSlot(slot);
+  rows_.dropSlot(slot);
+  proactive_.dropSlot(slot);
+  ++counters_.cgroups_removed;
 }
 
 void Aggregator::registerProactiveReclaimer(int32_t tid) {
   std::lock_guard<std::mutex> g(mu_);
-  proactive_.insert(tid);
-  auto it = pids_.find(tid);
-  if (it != pids_.end()) it->second.flags |= kFlagProactive;
+  proactive_.registerReclaimer(tid);
+  if (TaskState* st = pids_.find(tid)) st->flags |= TaskState::kProactive;
 }
 
 void Aggregator::unregisterProactiveReclaimer(int32_t tid) {
   std::lock_guard<std::mutex> g(mu_);
-  proactive_.erase(tid);
-  auto it = pids_.find(tid);
-  if (it != pids_.end()) it->second.flags &= static_cast<uint8_t>(~kFlagProactive);
+  proactive_.unregisterReclaimer(tid);
+  if (TaskState* st = pids_.find(tid)) st->flags &= static_cast<uint8_t>(~TaskState::kProactive);
 }
 
-uint32_t Aggregator::internCgroup(std::string_view path, uint64_t id) {
-  // Heterogeneous lookup needs C++20 transparent hashing; a std::string key
-  // built per miss is fine since interning happens once per task.
-  std::string key(path.empty() ? std::string_view("/") : path);
-  auto it = by_path_.find(key);
-  if (it != by_path_.end()) {
-    if (id != 0) {
-      slots_[it->second].id = id;
-      by_id_[id] = it->second;
-    }
-    return it->second;
-  }
-  if (by_path_.size() >= opts_.max_cgroups) {
-    if (overflow_slot_ == 0) {
-      CgroupTraceStats o;
-      o.overflow = true;
-      overflow_slot_ = static_cast<uint32_t>(slots_.size());
-      slots_.push_back(std::move(o));
-    }
-    return overflow_slot_;
-  }
-  CgroupTraceStats s;
-  s.path = key;
-  s.id = id != 0 ? id : (resolver_ ? resolver_->idOf(key) : 0);
-  const uint64_t id_of_new = s.id;
-  uint32_t slot;
-  if (!free_slots_.empty()) {  // a removed cgroup's slot
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    slots_[slot] = std::move(s);
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back(std::move(s));
-  }
-  if (id_of_new != 0) by_id_[id_of_new] = slot;
-  by_path_.emplace(std::move(key), slot);
-  return slot;
+bool Aggregator::beginProactiveTarget(int32_t tid, std::string_view cgroup) {
+  if (!opts_.mono_clock) return false;
+  return beginProactiveTarget(tid, cgroup, ProactiveEpisodes::monoNowNs());
 }
 
-Aggregator::PidState& Aggregator::pidState(int32_t tid) {
-  auto it = pids_.find(tid);
-  if (it != pids_.end()) return it->second;
-  if (pids_.size() >= opts_.max_pids) clearPids();
-  PidState st;
-  ++counters_.pid_lookups;
-  std::optional<std::string> path;
-  if (resolver_) path = resolver_->resolve(tid);
-  if (path) {
-    st.slot = internCgroup(*path, 0);
-  } else {
-    ++counters_.pid_lookup_failures;
-    st.slot = 0;
+void Aggregator::endProactiveTarget(int32_t tid) {
+  if (opts_.mono_clock) endProactiveTarget(tid, ProactiveEpisodes::monoNowNs());
+}
+
+bool Aggregator::beginProactiveTarget(int32_t tid, std::string_view cgroup, uint64_t ts) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!proactive_.isReclaimer(tid)) return false;
+  return proactive_.begin(tid, series_.intern(cgroup, 0), ts);
+}
+
+void Aggregator::endProactiveTarget(int32_t tid, uint64_t ts) {
+  std::lock_guard<std::mutex> g(mu_);
+  proactive_.end(tid, ts);
+}
+
+uint32_t Aggregator::chargeSlot(const TaskState& st, const Event& e) {
+  if (!(st.flags & TaskState::kProactive) || proactive_.empty()) return st.slot;
+  if (auto target = proactive_.targetAt(e.pid, e.ts)) {
+    ++counters_.proactive_targeted;
+    return *target;
   }
-  if (!proactive_.empty() && proactive_.count(tid)) st.flags |= kFlagProactive;
-  return pids_.emplace(tid, st).first->second;
+  return st.slot;
+}
+
+ReclaimContext Aggregator::contextOf(const TaskState& st) {
+  // The innermost open reclaim of the task (softlimit runs inside direct).
+  if (st.begin_ts[2]) return ReclaimContext::kSoftlimit;
+  if (st.begin_ts[1])
+    return (st.flags & TaskState::kProactive) ? ReclaimContext::kProactive
+                                              : ReclaimContext::kMemcg;
+  if (st.begin_ts[0]) return ReclaimContext::kDirect;
+  if (st.flags & TaskState::kKswapd) return ReclaimContext::kKswapd;
+  if (st.flags & TaskState::kProactive) return ReclaimContext::kProactive;
+  return ReclaimContext::kOther;
+}
+
+const char* unpairedReasonName(UnpairedReason r) {
+  switch (r) {
+    case UnpairedReason::kEndWithoutBegin:
+      return "end_without_begin";
+    case UnpairedReason::kEndBeforeAnyBegin:
+      return "end_before_any_begin";
+    case UnpairedReason::kBeginWithoutEnd:
+      return "begin_without_end";
+    case UnpairedReason::kBeginOpenTooLong:
+      return "begin_open_too_long";
+  }
+  return "unknown";
+}
+
+void Aggregator::countUnpaired(const TaskState& st, size_t idx, UnpairedReason why) {
+  ReclaimKind kind = static_cast<ReclaimKind>(idx);
+  if (idx == 1 && (st.flags & TaskState::kProactive)) kind = ReclaimKind::kProactive;
+  ++counters_.unpaired[static_cast<size_t>(kind)][static_cast<size_t>(why)];
+}
+
+void Aggregator::beginReclaim(const Event& e, size_t idx) {
+  TaskState& st = pids_.get(e.pid);
+  // A begin over an open one of the same kind: that one's end never came.
+  if (st.begin_ts[idx] != 0) countUnpaired(st, idx, UnpairedReason::kBeginWithoutEnd);
+  st.begin_ts[idx] = e.ts ? e.ts : 1;
+  st.overdue &= static_cast<uint8_t>(~(1u << idx));
+  st.flags |= TaskState::kBegan;
+}
+
+void Aggregator::checkOverdueBegins() {
+  if (last_ts_ <= kUnpairedBoundNs) return;
+  const uint64_t limit = last_ts_ - kUnpairedBoundNs;
+  pids_.forEach([&](int32_t, TaskState& st) {
+    for (size_t i = 0; i < st.begin_ts.size(); ++i) {
+      if (st.begin_ts[i] == 0 || st.begin_ts[i] > limit || (st.overdue & (1u << i))) continue;
+      st.overdue |= static_cast<uint8_t>(1u << i);  // once; a late end still pairs
+      countUnpaired(st, i, UnpairedReason::kBeginOpenTooLong);
+    }
+  });
 }
 
 void Aggregator::endReclaim(const Event& e, size_t idx) {
-  PidState& st = pidState(e.pid);
+  TaskState& st = pids_.get(e.pid);
   ReclaimKind kind = static_cast<ReclaimKind>(idx);
-  if (idx == 1 && (st.flags & kFlagProactive)) kind = ReclaimKind::kProactive;
+  if (idx == 1 && (st.flags & TaskState::kProactive)) kind = ReclaimKind::kProactive;
   const uint32_t slot = chargeSlot(st, e);
-  CgroupTraceStats& c = slots_[slot];
-  if (slot == overflow_slot_ && overflow_slot_ != 0) ++counters_.overflow_events;
+  CgroupTraceStats& c = series_[slot];
+  if (series_.isOverflow(slot)) ++counters_.overflow_events;
   ReclaimStats& r = c.reclaim[static_cast<size_t>(kind)];
   ++r.total;
   r.reclaimed_pages += e.nr_reclaimed;
-  ProcessTraceStats& p = proc(st, e.pid, slot);
+  ProcessTraceStats& p = row(st, e.pid, slot);
   ++p.reclaims[static_cast<size_t>(kind)];
   uint64_t b = st.begin_ts[idx];
   if (b != 0 && e.ts >= b) {
     r.stall.observe(e.ts - b);
-    if (kind != ReclaimKind::kProactive) p.stall_ns += e.ts - b;
+    // A task's stall: direct + memcg. Soft-limit reclaim runs inside direct
+    // reclaim or kswapd (mm/vmscan.c shrink_zones, balance_pgdat): its time
+    // is already in the direct stall, or is kswapd's, so it is kept apart.
+    if (kind == ReclaimKind::kSoftlimit) {
+      p.softlimit_ns += e.ts - b;
+    } else if (kind != ReclaimKind::kProactive) {
+      p.stall_ns += e.ts - b;
+    }
   } else {
     ++r.unpaired;
+    countUnpaired(st, idx,
+                  (st.flags & TaskState::kBegan) ? UnpairedReason::kEndWithoutBegin
+                                                 : UnpairedReason::kEndBeforeAnyBegin);
   }
   st.begin_ts[idx] = 0;
+  st.overdue &= static_cast<uint8_t>(~(1u << idx));
 }
 
 void Aggregator::handle(const Event& e) {
   ++counters_.events;
+  if (e.ts > last_ts_) last_ts_ = e.ts;
   switch (e.type) {
     case EventType::kDirectReclaimBegin:
-      pidState(e.pid).begin_ts[0] = e.ts ? e.ts : 1;
+      beginReclaim(e, 0);
       break;
     case EventType::kMemcgReclaimBegin:
-      pidState(e.pid).begin_ts[1] = e.ts ? e.ts : 1;
+      beginReclaim(e, 1);
       break;
     case EventType::kSoftlimitReclaimBegin:
-      pidState(e.pid).begin_ts[2] = e.ts ? e.ts : 1;
+      beginReclaim(e, 2);
       break;
     case EventType::kDirectReclaimEnd:
       endReclaim(e, 0);
@@ -168,40 +180,41 @@ void Aggregator::handle(const Event& e) {
       endReclaim(e, 2);
       break;
     case EventType::kLruShrinkInactive: {
-      PidState& st = pidState(e.pid);
+      TaskState& st = pids_.get(e.pid);
       const ReclaimContext ctx = contextOf(st);
       const uint32_t slot = chargeSlot(st, e);
       LruType lru = (e.reclaim_flags & kReclaimWbFile) ? LruType::kFile : LruType::kAnon;
-      LruStats& l = slots_[slot].lru[static_cast<size_t>(ctx)][static_cast<size_t>(lru)];
+      LruStats& l = series_[slot].lru[static_cast<size_t>(ctx)][static_cast<size_t>(lru)];
       l.scanned_pages += e.nr_scanned;
       l.reclaimed_pages += e.nr_reclaimed;
       l.dirty_pages += e.nr_dirty;
       l.writeback_pages += e.nr_writeback;
-      ProcessTraceStats& p = proc(st, e.pid, slot);
+      ProcessTraceStats& p = row(st, e.pid, slot);
       p.scanned_pages += e.nr_scanned;
       p.reclaimed_pages += e.nr_reclaimed;
       break;
     }
     case EventType::kKswapdWake: {
-      PidState& st = pidState(e.pid);
-      st.flags |= kFlagKswapd;
-      ProcessTraceStats& p = proc(st, e.pid, st.slot);
+      TaskState& st = pids_.get(e.pid);
+      st.flags |= TaskState::kKswapd;
+      ProcessTraceStats& p = row(st, e.pid, st.slot);
       p.kswapd = true;
       ++p.kswapd_wakeups;
       if (st.kswapd_wake_ts == 0) {
         st.kswapd_wake_ts = e.ts ? e.ts : 1;
       } else {
         ++p.kswapd_rewakeups;
+        ++node_.kswapd_rewakeups;
       }
       ++node_.kswapd_wakeups;
       break;
     }
     case EventType::kKswapdSleep: {
-      PidState& st = pidState(e.pid);
-      st.flags |= kFlagKswapd;
+      TaskState& st = pids_.get(e.pid);
+      st.flags |= TaskState::kKswapd;
       if (st.kswapd_wake_ts != 0 && e.ts >= st.kswapd_wake_ts) {
         node_.kswapd_awake_ns += e.ts - st.kswapd_wake_ts;
-        ProcessTraceStats& p = proc(st, e.pid, st.slot);
+        ProcessTraceStats& p = row(st, e.pid, st.slot);
         p.kswapd = true;
         p.kswapd_awake_ns += e.ts - st.kswapd_wake_ts;
       }
@@ -213,53 +226,26 @@ void Aggregator::handle(const Event& e) {
                      ? 0
                      : std::min<size_t>(static_cast<size_t>(e.order), kWakeupOrders - 1);
       ++node_.wakeup_requests_by_order[o];
-      PidState& st = pidState(e.pid);
+      TaskState& st = pids_.get(e.pid);
       const uint32_t slot = chargeSlot(st, e);
-      ++slots_[slot].kswapd_wakeup_requests;
-      ++proc(st, e.pid, slot).wake_requests;
+      ++series_[slot].kswapd_wakeup_requests;
+      ++row(st, e.pid, slot).wake_requests;
       break;
     }
     case EventType::kCgroupAttach: {
       if (e.dst_root != opts_.hierarchy_id) break;  // another v1 hierarchy
-      uint32_t slot = internCgroup(e.dst_path, e.dst_id);
-      ++slots_[slot].tasks_attached;
-      auto it = pids_.find(e.target_pid);
-      if (it != pids_.end()) {
-        it->second.slot = slot;
-        it->second.flags &= static_cast<uint8_t>(~kFlagExited);
-      } else {
-        if (pids_.size() >= opts_.max_pids) clearPids();
-        PidState st;
-        st.slot = slot;
-        if (!proactive_.empty() && proactive_.count(e.target_pid))
-          st.flags |= kFlagProactive;
-        pids_.emplace(e.target_pid, st);
-      }
+      const uint32_t slot = series_.intern(e.dst_path, e.dst_id);
+      ++series_[slot].tasks_attached;
+      pids_.attach(e.target_pid, slot);
       break;
     }
-    case EventType::kProcessFork: {
-      // The child starts in its parent's cgroup; learn it without /proc if we
-      // already know the parent (otherwise resolve lazily on first use).
-      auto parent = pids_.find(e.pid);
-      if (parent == pids_.end()) break;
-      if (pids_.size() >= opts_.max_pids) break;
-      PidState st;
-      st.slot = parent->second.slot;
-      if (auto old = pids_.find(e.target_pid); old != pids_.end()) forgetPid(old);
-      pids_.emplace(e.target_pid, st);
+    case EventType::kProcessFork:
+      pids_.fork(e.pid, e.target_pid);
       break;
-    }
-    case EventType::kProcessExit: {
-      auto it = pids_.find(e.target_pid);
-      if (it != pids_.end()) {
-        it->second.flags |= kFlagExited;
-        exited_.push_back(e.target_pid);
-        // Its report row keeps the name even if /proc was gone at first sight.
-        if (it->second.proc != kNoProc && procs_[it->second.proc].comm.empty())
-          procs_[it->second.proc].comm = e.comm;
-      }
+    case EventType::kProcessExit:
+      // Its report row keeps the name even if /proc was gone at first sight.
+      if (TaskState* st = pids_.exit(e.target_pid)) rows_.nameIfUnnamed(st->row, e.comm);
       break;
-    }
     case EventType::kLruIsolate:
     case EventType::kLruShrinkActive:
     case EventType::kWriteFolio:
@@ -283,61 +269,32 @@ void Aggregator::apply(std::span<const Event> events) {
 
 void Aggregator::endRound() {
   std::lock_guard<std::mutex> g(mu_);
-  // Exits are applied one round late: a round reads the CPUs one after the
-  // other, so a record the task wrote on an already-read CPU just before
-  // exiting on a later-read one only arrives in the next round (seen live:
-  // the last few memcg reclaims of a streaming task). It must still find
-  // the task's cgroup and report row.
-  for (int32_t tid : exited_prev_) {
-    auto it = pids_.find(tid);
-    if (it != pids_.end() && (it->second.flags & kFlagExited)) forgetPid(it);
-    locks_.forget(tid);
-  }
-  exited_prev_.swap(exited_);
-  exited_.clear();
+  pids_.endRound();
+  // Every 32 rounds (~6 s at the default poll): a walk of the pid cache.
+  if (++rounds_ % 32 == 0) checkOverdueBegins();
 }
 
 TraceSnapshot Aggregator::snapshot() const {
   TraceSnapshot s;
   std::lock_guard<std::mutex> g(mu_);
-  s.cgroups.reserve(slots_.size());
-  for (const CgroupTraceStats& c : slots_) {
-    // A removed cgroup's slot (cleared, path empty) until it is reused.
-    if (c.path.empty() && !c.unknown && !c.overflow) continue;
-    s.cgroups.push_back(c);
-  }
-  s.processes.reserve(live_procs_ + exited_procs_.size() + 1);
-  for (size_t i = 1; i < procs_.size(); ++i) {
-    if (procs_[i].pid == 0) continue;  // free
-    s.processes.push_back(procs_[i]);
-    s.processes.back().cgroup = labelOf(procs_slot_[i]);
-  }
-  s.processes.insert(s.processes.end(), exited_procs_.begin(), exited_procs_.end());
-  s.processes.push_back(procs_[0]);
+  series_.copyLive(s.cgroups);
+  rows_.copyTo(s.processes, series_);
   s.node = node_;
   s.aggregator = counters_;
   s.aggregator.pid_cache_entries = pids_.size();
-  s.locks = locks_.snapshot(slots_);
+  s.aggregator.pid_lookups = pids_.counters().lookups;
+  s.aggregator.pid_lookup_failures = pids_.counters().lookup_failures;
+  s.aggregator.pid_cache_resets = pids_.counters().resets;
+  s.locks = locks_.snapshot(series_);
   return s;
 }
 
-// --- Lock probes -------------------------------------------------------------
-
-uint32_t Aggregator::slotOfId(uint64_t id) {
-  auto it = by_id_.find(id);
-  if (it != by_id_.end()) return it->second;
-  if (id == 0 || unresolved_ids_.count(id) || !resolver_) return 0;
-  // A cgroup no task of ours was seen in yet: one walk of the hierarchy.
-  std::optional<std::string> path = resolver_->pathOfId(id);
-  if (!path) {
-    if (unresolved_ids_.size() >= opts_.max_cgroups) unresolved_ids_.clear();
-    unresolved_ids_.insert(id);
-    return 0;
-  }
-  uint32_t slot = internCgroup(*path, id);
-  by_id_[id] = slot;
-  return slot;
+std::optional<PidCgroup> Aggregator::cgroupOf(int32_t tid) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return pids_.cgroupOf(tid);
 }
+
+// --- Lock probes -------------------------------------------------------------
 
 void Aggregator::handleLock(const Event& e) {
   switch (e.type) {
@@ -345,11 +302,7 @@ void Aggregator::handleLock(const Event& e) {
       // Inside reclaim: charged to the task's cgroup. A plain lookup, never a
       // /proc read: most contending tasks are not reclaiming.
       uint32_t slot = LockStats::kNodeWide;
-      auto it = pids_.find(e.pid);
-      if (it != pids_.end()) {
-        const auto& b = it->second.begin_ts;
-        if (b[0] || b[1] || b[2]) slot = it->second.slot;
-      }
+      if (const TaskState* st = pids_.find(e.pid); st && st->inReclaim()) slot = st->slot;
       locks_.contentionBegin(e, slot);
       break;
     }
@@ -359,10 +312,10 @@ void Aggregator::handleLock(const Event& e) {
     case EventType::kRstatLockContended:
     case EventType::kRstatLocked:
     case EventType::kRstatUnlock:
-      if (e.cg_root == opts_.hierarchy_id) locks_.rstat(e, slotOfId(e.cg_id));
+      if (e.cg_root == opts_.hierarchy_id) locks_.rstat(e, series_.slotOfId(e.cg_id));
       break;
     case EventType::kMemcgFlushStats:
-      locks_.flushStats(e, slotOfId(e.cg_id));
+      locks_.flushStats(e, series_.slotOfId(e.cg_id));
       break;
     case EventType::kKernelStack:
       locks_.kernelStack(e);

@@ -26,4 +26,26 @@ class ReclaimAttribution {
   virtual void endEpisode(int32_t tid) = 0;
 };
 
+/// Where a task is, or was when it exited: its memory cgroup.
+struct PidCgroup {
+  std::string cgroup;   ///< path relative to the memory hierarchy root ("/a/b", "/")
+  uint64_t id = 0;      ///< the cgroup's id (directory inode), 0 if unknown
+  bool exited = false;  ///< the answer is from the task's exit
+};
+
+/// "Which cgroup is (or was) this task in", for readers that learn of a task
+/// only when it has exited (the taskstats exit listener: its record names
+/// no cgroup). Answered from the tracer's pid cache, which follows fork,
+/// exit and cgroup attach; exited tasks are remembered for a bounded time
+/// (PidCache::kRecentExitRounds read rounds, at most PidCache::kRecentExits
+/// tasks), since the exit record and the trace's sched_process_exit race.
+/// Thread-safe.
+class PidCgroupLookup {
+ public:
+  virtual ~PidCgroupLookup() = default;
+  /// nullopt if the tracer does not know the task (never seen, or exited
+  /// too long ago) or knows it only as "_unknown"/"_overflow".
+  virtual std::optional<PidCgroup> cgroupOf(int32_t pid) const = 0;
+};
+
 }  // namespace memcg::tracing

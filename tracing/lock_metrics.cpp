@@ -3,57 +3,56 @@
 #include <memory>
 #include <mutex>
 
+#include "metrics/descriptors.h"
+
 namespace memcg::tracing {
 namespace {
 
 using metrics::Desc;
-using metrics::Type;
 
-Desc hist(std::string name, std::string help, std::vector<std::string> labels) {
-  Desc d{std::move(name), std::move(help), Type::kHistogram, std::move(labels), {}};
-  d.buckets = kLockBuckets.exposedBounds();
-  return d;
-}
+const std::vector<double> kLockBounds = kLockBuckets.exposedBounds();
 
-const Desc kNodeCount{"memcg_node_lock_contentions_total",
-                      "Kernel lock contentions (lock:contention_begin -> end) outside reclaim, "
-                      "by lock kind.",
-                      Type::kCounter, {"kind"}, {}};
-const Desc kNodeWait = hist("memcg_node_lock_contention_wait_seconds",
-                            "Wait of a kernel lock contention outside reclaim, by lock kind.",
-                            {"kind"});
-const Desc kCgCount{"memcg_lock_contentions_total",
-                    "Kernel lock contentions that began while a task of the cgroup was in "
-                    "direct, memcg or soft-limit reclaim, by lock kind.",
-                    Type::kCounter, {"cgroup", "kind"}, {}};
-const Desc kCgWait = hist("memcg_lock_contention_wait_seconds",
-                          "Wait of a kernel lock contention by a task of the cgroup in reclaim, "
-                          "by lock kind.",
-                          {"cgroup", "kind"});
-const Desc kRstatContended{"memcg_cgroup_rstat_lock_contended_total",
-                           "rstat flush lock acquisitions that had to wait "
-                           "(cgroup:cgroup_rstat_lock_contended), by flushed cgroup.",
-                           Type::kCounter, {"cgroup"}, {}};
-const Desc kRstatWait = hist("memcg_cgroup_rstat_lock_wait_seconds",
-                             "Wait for the rstat flush lock (contended -> locked), by flushed "
-                             "cgroup.",
-                             {"cgroup"});
-const Desc kRstatHold = hist("memcg_cgroup_rstat_lock_hold_seconds",
-                             "Hold time of the rstat flush lock (locked -> unlock, one per CPU "
-                             "flushed), by flushed cgroup.",
-                             {"cgroup"});
-const Desc kFlushes{"memcg_stats_flushes_total",
-                    "mem_cgroup_flush_stats calls (memcg:memcg_flush_stats) by cgroup; "
-                    "outcome=skipped when too few updates were pending to flush.",
-                    Type::kCounter, {"cgroup", "outcome"}, {}};
-const Desc kUnpaired{"memcg_lock_contention_unpaired_total",
-                     "contention_end events without an open begin of the same task and lock "
-                     "(began before tracing, or a lost event).",
-                     Type::kCounter, {}, {}};
-const Desc kSamples{"memcg_lock_caller_samples_total",
-                    "Kernel stacks sampled at lock contention begins (stacktrace trigger; "
-                    "--collector.vmscan.lock-callers).",
-                    Type::kCounter, {}, {}};
+const Desc kNodeCount = metrics::nodeCounter(
+    "memcg_node_lock_contentions_total",
+    "Kernel lock contentions (lock:contention_begin -> end) outside reclaim, by lock kind.",
+    {"kind"});
+const Desc kNodeWait = metrics::nodeHistogram(
+    "memcg_node_lock_contention_wait_seconds",
+    "Wait of a kernel lock contention outside reclaim, by lock kind.", {"kind"}, kLockBounds);
+const Desc kCgCount = metrics::cgroupCounter(
+    "memcg_lock_contentions_total",
+    "Kernel lock contentions that began while a task of the cgroup was in direct, memcg or "
+    "soft-limit reclaim, by lock kind.",
+    {"kind"});
+const Desc kCgWait = metrics::cgroupHistogram(
+    "memcg_lock_contention_wait_seconds",
+    "Wait of a kernel lock contention by a task of the cgroup in reclaim, by lock kind.",
+    {"kind"}, kLockBounds);
+const Desc kRstatContended = metrics::cgroupCounter(
+    "memcg_cgroup_rstat_lock_contended_total",
+    "rstat flush lock acquisitions that had to wait (cgroup:cgroup_rstat_lock_contended), by "
+    "flushed cgroup.");
+const Desc kRstatWait = metrics::cgroupHistogram(
+    "memcg_cgroup_rstat_lock_wait_seconds",
+    "Wait for the rstat flush lock (contended -> locked), by flushed cgroup.", {}, kLockBounds);
+const Desc kRstatHold = metrics::cgroupHistogram(
+    "memcg_cgroup_rstat_lock_hold_seconds",
+    "Hold time of the rstat flush lock (locked -> unlock, one per CPU flushed), by flushed "
+    "cgroup.",
+    {}, kLockBounds);
+const Desc kFlushes = metrics::cgroupCounter(
+    "memcg_stats_flushes_total",
+    "mem_cgroup_flush_stats calls (memcg:memcg_flush_stats) by cgroup; outcome=skipped when "
+    "too few updates were pending to flush.",
+    {"outcome"});
+const Desc kUnpaired = metrics::nodeCounter(
+    "memcg_lock_contention_unpaired_total",
+    "contention_end events without an open begin of the same task and lock (began before "
+    "tracing, or a lost event).");
+const Desc kSamples = metrics::nodeCounter(
+    "memcg_lock_caller_samples_total",
+    "Kernel stacks sampled at lock contention begins (stacktrace trigger; "
+    "--collector.vmscan.lock-callers).");
 
 double d(uint64_t v) { return static_cast<double>(v); }
 
@@ -203,24 +202,6 @@ nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& 
   out["callers_sampled"] = s.stacks_sampled;
   out["callers_other"] = s.stacks_other;
   return out;
-}
-
-LockIds& processLockIds() {
-  static LockIds ids;
-  return ids;
-}
-
-const Kallsyms* processKallsyms(const std::string& procfs) {
-  static std::mutex mu;
-  static std::unique_ptr<Kallsyms> syms;
-  static bool tried = false;
-  std::lock_guard<std::mutex> g(mu);
-  if (!tried) {
-    tried = true;
-    auto k = Kallsyms::load(procfs + "/kallsyms");
-    if (k.ok()) syms = std::make_unique<Kallsyms>(std::move(k.value()));
-  }
-  return syms.get();
 }
 
 }  // namespace memcg::tracing

@@ -79,11 +79,4 @@ class LockIds {
 nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& ids,
                           bool addresses = false);
 
-/// The process's LockIds for /api/v1/locks (ids stable for the process's life).
-LockIds& processLockIds();
-
-/// /proc/kallsyms of `procfs`, read once per process on first use (callers'
-/// thread); nullptr if it cannot be read.
-const Kallsyms* processKallsyms(const std::string& procfs);
-
 }  // namespace memcg::tracing

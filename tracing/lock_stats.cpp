@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tracing/aggregator.h"
-#include "tracing/trace_metrics.h"
+#include "tracing/series_table.h"
 
 namespace memcg::tracing {
 
@@ -245,7 +244,8 @@ void LockStats::pruneStacks() {
   }
 }
 
-LockSnapshot LockStats::snapshot(const std::vector<CgroupTraceStats>& slots) const {
+LockSnapshot LockStats::snapshot(const SeriesTable& series) const {
+  const std::vector<CgroupTraceStats>& slots = series.slots();
   LockSnapshot s;
   s.node = node_;
   for (size_t i = 0; i < cgroups_.size() && i < slots.size(); ++i) {

@@ -3,6 +3,8 @@
 // (aggregator.h), which calls it under its mutex on the reader thread and
 // tells it which cgroup a task's reclaim belongs to.
 //
+// Depends on the series table only (series_table.h): per-cgroup state is
+// indexed by its slots, labels come from it.
 // Kernel interface (formats checked on 6.18, tests/fixtures/tracefs/events):
 //  - cgroup:cgroup_rstat_lock_contended / cgroup_rstat_locked /
 //    cgroup_rstat_unlock (root, level, id, cpu, contended): the rstat flush
@@ -48,7 +50,7 @@
 
 namespace memcg::tracing {
 
-struct CgroupTraceStats;
+class SeriesTable;
 
 /// LCB_F_* of lock:contention_begin (include/trace/events/lock.h).
 inline constexpr uint32_t kLcbSpin = 1u << 0;
@@ -176,8 +178,8 @@ class LockStats {
   /// Bound on tasks with state (the aggregator's max_pids).
   void setMaxPids(size_t n) { max_pids_ = n; }
 
-  /// Copy with labels from the aggregator's slots (indexed by slot).
-  LockSnapshot snapshot(const std::vector<CgroupTraceStats>& slots) const;
+  /// Copy with labels from the series table (slots are its slots).
+  LockSnapshot snapshot(const SeriesTable& series) const;
 
  private:
   struct Open {

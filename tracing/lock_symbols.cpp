@@ -101,4 +101,12 @@ std::string hexAddr(uint64_t addr) {
   return std::string(buf, r.ptr);
 }
 
+const Kallsyms* KallsymsOnce::get(const std::string& path) {
+  std::call_once(once_, [&] {
+    auto k = Kallsyms::load(path);
+    if (k.ok()) syms_ = std::make_unique<Kallsyms>(std::move(k.value()));
+  });
+  return syms_.get();
+}
+
 }  // namespace memcg::tracing

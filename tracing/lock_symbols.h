@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +60,20 @@ class Kallsyms {
   Table text_;
   Table data_;
   std::string names_;  // NUL-separated
+};
+
+/// A Kallsyms read once, on first use (thread-safe): the Tracer owns one for
+/// its lock reports, so each tracer reads its own procfs.
+class KallsymsOnce {
+ public:
+  /// The symbols of `path` (normally <procfs>/kallsyms), read by the first
+  /// call; later calls return the same (their path is ignored). nullptr if
+  /// the file could not be read.
+  const Kallsyms* get(const std::string& path);
+
+ private:
+  std::once_flag once_;
+  std::unique_ptr<Kallsyms> syms_;
 };
 
 /// "0x" + lowercase hex.

@@ -39,6 +39,7 @@ bool detailMoved(const ScanDetail& d) {
 void subtractProcess(ProcessTraceStats& p, const ProcessTraceStats& b) {
   for (size_t k = 0; k < kReclaimKinds; ++k) p.reclaims[k] = sub(p.reclaims[k], b.reclaims[k]);
   p.stall_ns = sub(p.stall_ns, b.stall_ns);
+  p.softlimit_ns = sub(p.softlimit_ns, b.softlimit_ns);
   p.wake_requests = sub(p.wake_requests, b.wake_requests);
   p.scanned_pages = sub(p.scanned_pages, b.scanned_pages);
   p.reclaimed_pages = sub(p.reclaimed_pages, b.reclaimed_pages);
@@ -55,7 +56,7 @@ bool processMoved(const ProcessTraceStats& p) {
   for (uint64_t r : p.reclaims) {
     if (r) return true;
   }
-  return p.stall_ns || p.wake_requests || p.scanned_pages || p.reclaimed_pages ||
+  return p.stall_ns || p.softlimit_ns || p.wake_requests || p.scanned_pages || p.reclaimed_pages ||
          p.write_sync || p.write_async || p.throttled || p.kswapd_wakeups || p.kswapd_awake_ns;
 }
 
@@ -99,8 +100,10 @@ const ReclaimStats& rs(const CgroupTraceStats& c, ReclaimKind k) {
   return c.reclaim[static_cast<size_t>(k)];
 }
 
-constexpr ReclaimKind kStallKinds[] = {ReclaimKind::kDirect, ReclaimKind::kMemcg,
-                                       ReclaimKind::kSoftlimit};
+// A task's stall: direct + memcg passes. Soft-limit reclaim (cgroup v1) runs
+// inside direct reclaim (its time is in the direct pass's already) or in
+// kswapd (not a task's stall): reported apart, never added on top.
+constexpr ReclaimKind kStallKinds[] = {ReclaimKind::kDirect, ReclaimKind::kMemcg};
 
 nlohmann::json cgroupRow(const CgroupTraceStats& c) {
   nlohmann::json row;
@@ -137,6 +140,7 @@ nlohmann::json cgroupRow(const CgroupTraceStats& c) {
   row["pageout_pages_scanned"] = c.detail.pageout_scanned_pages;
   row["pageout_pages_reclaimed"] = c.detail.pageout_reclaimed_pages;
   row["time_stalled_seconds"] = stalled;
+  row["time_softlimit_reclaim_seconds"] = rs(c, ReclaimKind::kSoftlimit).stall.exposedSum();
   row["tasks_attached"] = c.tasks_attached;
   nlohmann::json kinds = nlohmann::json::object();
   for (size_t k = 0; k < kReclaimKinds; ++k) {
@@ -178,6 +182,7 @@ nlohmann::json processRow(const ProcessTraceStats& p) {
     r["write_sync_io"] = p.write_sync;
     r["write_async_io"] = p.write_async;
     r["time_awake_seconds"] = static_cast<double>(p.kswapd_awake_ns) * 1e-9;
+    r["time_softlimit_reclaim_seconds"] = static_cast<double>(p.softlimit_ns) * 1e-9;
     return r;
   }
   // The script's per-process columns, plus memcg-era reclaim kinds.
@@ -193,6 +198,7 @@ nlohmann::json processRow(const ProcessTraceStats& p) {
   r["throttled"] = p.throttled;
   r["time_throttled_seconds"] = static_cast<double>(p.throttled_us) * 1e-6;
   r["time_stalled_seconds"] = static_cast<double>(p.stall_ns) * 1e-9;
+  r["time_softlimit_reclaim_seconds"] = static_cast<double>(p.softlimit_ns) * 1e-9;
   return r;
 }
 
@@ -215,18 +221,43 @@ TraceSnapshot subtractSnapshot(const TraceSnapshot& now, const TraceSnapshot& ba
   out.aggregator.overflow_events =
       sub(now.aggregator.overflow_events, base.aggregator.overflow_events);
   out.node.kswapd_wakeups = sub(now.node.kswapd_wakeups, base.node.kswapd_wakeups);
+  out.node.kswapd_rewakeups = sub(now.node.kswapd_rewakeups, base.node.kswapd_rewakeups);
+  for (size_t k = 0; k < kReclaimKinds; ++k) {
+    for (size_t r = 0; r < kUnpairedReasons; ++r) {
+      out.aggregator.unpaired[k][r] =
+          sub(now.aggregator.unpaired[k][r], base.aggregator.unpaired[k][r]);
+    }
+  }
   out.node.kswapd_awake_ns = sub(now.node.kswapd_awake_ns, base.node.kswapd_awake_ns);
   for (size_t o = 0; o < kWakeupOrders; ++o) {
     out.node.wakeup_requests_by_order[o] =
         sub(now.node.wakeup_requests_by_order[o], base.node.wakeup_requests_by_order[o]);
   }
-  std::map<std::string_view, const CgroupTraceStats*> before;
-  for (const auto& c : base.cgroups) before.emplace(traceCgroupLabel(c), &c);
+  // Series are matched by identity (the cgroup id, its directory inode), as
+  // everywhere else: a cgroup removed and recreated under the same path
+  // inside the window is another cgroup, whose counters started from zero.
+  // Series with no id (unknown, overflow, a directory that could not be
+  // stat'ed) match by label; so does a base series that had no id yet.
+  std::map<uint64_t, const CgroupTraceStats*> before_id;
+  std::map<std::string_view, const CgroupTraceStats*> before_label;
+  for (const auto& c : base.cgroups) {
+    if (c.id != 0 && !c.unknown && !c.overflow) {
+      before_id.emplace(c.id, &c);
+    } else {
+      before_label.emplace(traceCgroupLabel(c), &c);
+    }
+  }
+  auto baseOf = [&](const CgroupTraceStats& c) -> const CgroupTraceStats* {
+    if (c.id != 0 && !c.unknown && !c.overflow) {
+      if (auto it = before_id.find(c.id); it != before_id.end()) return it->second;
+    }
+    auto it = before_label.find(traceCgroupLabel(c));
+    return it == before_label.end() ? nullptr : it->second;
+  };
   for (const auto& c : now.cgroups) {
     CgroupTraceStats d = c;
-    auto it = before.find(traceCgroupLabel(c));
-    if (it != before.end()) {
-      const CgroupTraceStats& b = *it->second;
+    if (const CgroupTraceStats* bp = baseOf(c)) {
+      const CgroupTraceStats& b = *bp;
       for (size_t k = 0; k < kReclaimKinds; ++k) subtractInto(d.reclaim[k], b.reclaim[k]);
       for (size_t x = 0; x < kReclaimContexts; ++x) {
         for (size_t l = 0; l < kLruTypes; ++l) {
@@ -270,6 +301,16 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
                   {"events_lost", s.events_lost},
                   {"decode_errors", s.decode_errors},
                   {"reader_cpu_seconds", static_cast<double>(s.reader_cpu_ns) * 1e-9}};
+  // Begins/ends without a partner, all cgroups (unpairedReasonName()).
+  nlohmann::json unpaired = nlohmann::json::object();
+  for (size_t k = 0; k < kReclaimKinds; ++k) {
+    nlohmann::json by_reason = nlohmann::json::object();
+    for (size_t r = 0; r < kUnpairedReasons; ++r) {
+      by_reason[unpairedReasonName(static_cast<UnpairedReason>(r))] = s.aggregator.unpaired[k][r];
+    }
+    unpaired[reclaimKindName(static_cast<ReclaimKind>(k))] = std::move(by_reason);
+  }
+  j["tracing"]["unpaired_events"] = std::move(unpaired);
 
   std::vector<const CgroupTraceStats*> rows;
   for (const auto& c : s.cgroups) {
@@ -366,8 +407,18 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
   io("kswapd", ReclaimContext::kKswapd);
   sum["throttled"] = throttled;
   sum["time_throttled_seconds"] = static_cast<double>(throttled_us) * 1e-6;
+  // Stalled time of tasks: direct + memcg (softlimit runs inside either
+  // direct reclaim or kswapd: time_stalled_softlimit_reclaim_seconds apart).
+  sum["time_stalled_seconds"] = tot[static_cast<size_t>(ReclaimKind::kDirect)].stall.exposedSum() +
+                                tot[static_cast<size_t>(ReclaimKind::kMemcg)].stall.exposedSum();
+  // mm_vmscan_wakeup_kswapd of every task (reclaiming itself or not), as the
+  // script's summary counts them: = the cgroups' and the task rows'
+  // kswapd_wake_requests summed, = kswapd.wakeup_requests_by_order summed.
   sum["wake_kswapd_requests"] = wake_requests;
+  // mm_vmscan_kswapd_wake, re-wakeups (woken while awake) included, as the
+  // script's "Kswapd wakeups"; kswapd_rewakeups counts those apart.
   sum["kswapd_wakeups"] = s.node.kswapd_wakeups;
+  sum["kswapd_rewakeups"] = s.node.kswapd_rewakeups;
   sum["kswapd_pages_scanned"] = kswapd.scanned;
   sum["kswapd_file_pages_scanned"] = kswapd.scanned_file;
   sum["kswapd_anon_pages_scanned"] = kswapd.scanned_anon;
@@ -384,6 +435,7 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
         s.node.wakeup_requests_by_order[o];
   }
   j["kswapd"] = {{"wakeups", s.node.kswapd_wakeups},
+                 {"rewakeups", s.node.kswapd_rewakeups},
                  {"awake_seconds", static_cast<double>(s.node.kswapd_awake_ns) * 1e-9},
                  {"pages_scanned", kswapd.scanned},
                  {"pages_reclaimed", kswapd.reclaimed},
@@ -417,11 +469,6 @@ std::optional<std::pair<TraceSnapshot, double>> SnapshotHistory::baseline(
   }
   return std::make_pair(best->second,
                         std::chrono::duration<double>(t - best->first).count());
-}
-
-SnapshotHistory& reportHistory() {
-  static SnapshotHistory h;
-  return h;
 }
 
 }  // namespace memcg::tracing

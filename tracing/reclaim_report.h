@@ -38,8 +38,10 @@
 
 namespace memcg::tracing {
 
-/// `now` minus `base`, series matched by cgroup label; series whose counters
-/// did not move are dropped. Both must come from the same tracer run.
+/// `now` minus `base`, series matched by cgroup identity (id; by label for
+/// series without one), so a cgroup recreated under the same path is not
+/// subtracted against the old one's counters; series whose counters did not
+/// move are dropped. Both must come from the same tracer run.
 TraceSnapshot subtractSnapshot(const TraceSnapshot& now, const TraceSnapshot& base);
 
 /// Renders the report. With `base`, the report covers now - base and
@@ -68,9 +70,5 @@ class SnapshotHistory {
   mutable std::mutex mu_;
   std::deque<std::pair<Clock::time_point, TraceSnapshot>> kept_;
 };
-
-/// The process's history for /api/v1/reclaim/report windows, recorded by the
-/// vmscan collector on every scrape and by the API on every request.
-SnapshotHistory& reportHistory();
 
 }  // namespace memcg::tracing

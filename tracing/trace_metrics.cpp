@@ -2,152 +2,149 @@
 
 #include <string>
 
+#include "metrics/descriptors.h"
 #include "tracing/lock_metrics.h"
 
 namespace memcg::tracing {
 namespace {
 
 using metrics::Desc;
-using metrics::Type;
 
-Desc cg(Type t, std::string name, std::string help, std::vector<std::string> extra = {}) {
-  extra.insert(extra.begin(), "cgroup");
-  return Desc{std::move(name), std::move(help), t, std::move(extra), {}};
-}
-Desc node(Type t, std::string name, std::string help, std::vector<std::string> labels = {}) {
-  return Desc{std::move(name), std::move(help), t, std::move(labels), {}};
-}
-
-const Desc kReclaims = cg(Type::kCounter, "memcg_vmscan_reclaim_total",
+const Desc kReclaims = metrics::cgroupCounter("memcg_vmscan_reclaim_total",
                           "Completed reclaim passes by the cgroup's tasks (vmscan *_reclaim_end), "
                           "by kind (direct, memcg, softlimit, proactive).",
                           {"kind"});
-const Desc kReclaimed = cg(Type::kCounter, "memcg_vmscan_reclaimed_pages_total",
+const Desc kReclaimed = metrics::cgroupCounter("memcg_vmscan_reclaimed_pages_total",
                            "Pages reclaimed by those passes (nr_reclaimed of *_reclaim_end), by kind.",
                            {"kind"});
-const Desc kUnpaired = cg(Type::kCounter, "memcg_vmscan_reclaim_unpaired_total",
+const Desc kUnpaired = metrics::cgroupCounter("memcg_vmscan_reclaim_unpaired_total",
                           "Reclaim ends without a matching begin (began before tracing started); "
                           "counted in reclaim_total but not in the stall histogram.",
                           {"kind"});
-const Desc kStall = [] {
-  Desc d = cg(Type::kHistogram, "memcg_vmscan_reclaim_stall_seconds",
-              "Time a task of the cgroup spent in one reclaim pass (begin -> end), by kind.",
-              {"kind"});
-  d.buckets = kStallBuckets.exposedBounds();
-  return d;
-}();
-const Desc kLruScanned = cg(Type::kCounter, "memcg_vmscan_lru_scanned_pages_total",
+const Desc kStall = metrics::cgroupHistogram(
+    "memcg_vmscan_reclaim_stall_seconds",
+    "Time a task of the cgroup spent in one reclaim pass (begin -> end), by kind.", {"kind"},
+    kStallBuckets.exposedBounds());
+const Desc kLruScanned = metrics::cgroupCounter("memcg_vmscan_lru_scanned_pages_total",
                             "Pages scanned on inactive LRU lists (mm_vmscan_lru_shrink_inactive) by "
                             "the cgroup's tasks, by reclaim context and lru (anon, file).",
                             {"context", "lru"});
-const Desc kLruReclaimed = cg(Type::kCounter, "memcg_vmscan_lru_reclaimed_pages_total",
+const Desc kLruReclaimed = metrics::cgroupCounter("memcg_vmscan_lru_reclaimed_pages_total",
                               "Pages reclaimed from inactive LRU lists, by reclaim context and lru.",
                               {"context", "lru"});
-const Desc kLruDirty = cg(Type::kCounter, "memcg_vmscan_lru_dirty_pages_total",
+const Desc kLruDirty = metrics::cgroupCounter("memcg_vmscan_lru_dirty_pages_total",
                           "Dirty pages met while shrinking inactive LRU lists, by context and lru.",
                           {"context", "lru"});
-const Desc kLruWriteback = cg(Type::kCounter, "memcg_vmscan_lru_writeback_pages_total",
+const Desc kLruWriteback = metrics::cgroupCounter("memcg_vmscan_lru_writeback_pages_total",
                               "Pages under writeback met while shrinking inactive LRU lists, by "
                               "context and lru.",
                               {"context", "lru"});
-const Desc kWakeReq = cg(Type::kCounter, "memcg_vmscan_kswapd_wakeup_requests_total",
+const Desc kWakeReq = metrics::cgroupCounter("memcg_vmscan_kswapd_wakeup_requests_total",
                          "kswapd wake-up requests by the cgroup's tasks (mm_vmscan_wakeup_kswapd).");
-const Desc kAttached = cg(Type::kCounter, "memcg_cgroup_tasks_attached_total",
+const Desc kAttached = metrics::cgroupCounter("memcg_cgroup_tasks_attached_total",
                           "Tasks moved into the cgroup (cgroup:cgroup_attach_task destination).");
-const Desc kStatScanned = cg(Type::kCounter, "memcg_vmscan_reclaim_stat_scanned_pages_total",
+const Desc kStatScanned = metrics::cgroupCounter("memcg_vmscan_reclaim_stat_scanned_pages_total",
                              "reclaim_stat synthesised from tracepoints: pages scanned by limit, "
                              "soft-limit and margin (our background) reclaim.",
                              {"context"});
-const Desc kStatFreed = cg(Type::kCounter, "memcg_vmscan_reclaim_stat_freed_pages_total",
+const Desc kStatFreed = metrics::cgroupCounter("memcg_vmscan_reclaim_stat_freed_pages_total",
                            "reclaim_stat synthesised from tracepoints: pages freed, by context.",
                            {"context"});
-const Desc kStatElapsed = cg(Type::kCounter, "memcg_vmscan_reclaim_stat_elapsed_seconds_total",
+const Desc kStatElapsed = metrics::cgroupCounter("memcg_vmscan_reclaim_stat_elapsed_seconds_total",
                              "reclaim_stat synthesised from tracepoints: time spent reclaiming, by "
                              "context.",
                              {"context"});
 
 // Detail events (tracing/aggregator_scan.cpp). lru = anon/file, list =
 // inactive/active, context as above.
-const Desc kIsoScanned = cg(Type::kCounter, "memcg_vmscan_lru_isolate_scanned_pages_total",
+const Desc kIsoScanned = metrics::cgroupCounter("memcg_vmscan_lru_isolate_scanned_pages_total",
                             "Pages scanned while isolating from LRU lists (mm_vmscan_lru_isolate "
                             "nr_scanned; needs --collector.vmscan.lru-detail), by reclaim context, "
                             "lru and list.",
                             {"context", "lru", "list"});
-const Desc kIsoTaken = cg(Type::kCounter, "memcg_vmscan_lru_isolated_pages_total",
+const Desc kIsoTaken = metrics::cgroupCounter("memcg_vmscan_lru_isolated_pages_total",
                           "Pages isolated from LRU lists for reclaim (mm_vmscan_lru_isolate "
                           "nr_taken), by reclaim context, lru and list.",
                           {"context", "lru", "list"});
-const Desc kActiveTaken = cg(Type::kCounter, "memcg_vmscan_lru_active_scanned_pages_total",
+const Desc kActiveTaken = metrics::cgroupCounter("memcg_vmscan_lru_active_scanned_pages_total",
                              "Pages taken off active LRU lists to be aged "
                              "(mm_vmscan_lru_shrink_active nr_taken; needs "
                              "--collector.vmscan.lru-detail), by reclaim context and lru.",
                              {"context", "lru"});
-const Desc kDeactivated = cg(Type::kCounter, "memcg_vmscan_lru_deactivated_pages_total",
+const Desc kDeactivated = metrics::cgroupCounter("memcg_vmscan_lru_deactivated_pages_total",
                              "Pages moved from active to inactive LRU lists "
                              "(mm_vmscan_lru_shrink_active nr_deactivated), by context and lru.",
                              {"context", "lru"});
-const Desc kWrites = cg(Type::kCounter, "memcg_vmscan_write_folios_total",
+const Desc kWrites = metrics::cgroupCounter("memcg_vmscan_write_folios_total",
                         "Folios reclaim started writeback on (mm_vmscan_write_folio; "
                         "mm_vmscan_writepage before 6.3), by reclaim context and io (sync, async).",
                         {"context", "io"});
-const Desc kThrottled = cg(Type::kCounter, "memcg_vmscan_throttled_total",
+const Desc kThrottled = metrics::cgroupCounter("memcg_vmscan_throttled_total",
                            "Times a task of the cgroup was throttled in reclaim "
                            "(mm_vmscan_throttled), by reason (writeback, isolated, noprogress, "
                            "congested).",
                            {"reason"});
-const Desc kThrottledSec = cg(Type::kCounter, "memcg_vmscan_throttled_seconds_total",
+const Desc kThrottledSec = metrics::cgroupCounter("memcg_vmscan_throttled_seconds_total",
                               "Time spent throttled in reclaim (usec_delayed), by reason.",
                               {"reason"});
-const Desc kSlabCalls = cg(Type::kCounter, "memcg_vmscan_slab_shrinks_total",
+const Desc kSlabCalls = metrics::cgroupCounter("memcg_vmscan_slab_shrinks_total",
                            "Slab shrinker calls by the cgroup's tasks (mm_shrink_slab_end; needs "
                            "--collector.vmscan.shrink-slab), by reclaim context.",
                            {"context"});
-const Desc kSlabFreed = cg(Type::kCounter, "memcg_vmscan_slab_freed_objects_total",
+const Desc kSlabFreed = metrics::cgroupCounter("memcg_vmscan_slab_freed_objects_total",
                            "Objects the slab shrinkers freed (mm_shrink_slab_end retval), by "
                            "reclaim context.",
                            {"context"});
-const Desc kSlabSec = cg(Type::kCounter, "memcg_vmscan_slab_shrink_seconds_total",
+const Desc kSlabSec = metrics::cgroupCounter("memcg_vmscan_slab_shrink_seconds_total",
                          "Time spent in slab shrinkers (mm_shrink_slab_start -> end), by reclaim "
                          "context.",
                          {"context"});
-const Desc kPageoutScanned = cg(Type::kCounter, "memcg_vmscan_pageout_scanned_pages_total",
+const Desc kPageoutScanned = metrics::cgroupCounter("memcg_vmscan_pageout_scanned_pages_total",
                                 "Pages scanned by reclaim of given folios (mm_vmscan_reclaim_pages: "
                                 "MADV_PAGEOUT, DAMON) by the cgroup's tasks.");
-const Desc kPageoutReclaimed = cg(Type::kCounter, "memcg_vmscan_pageout_reclaimed_pages_total",
+const Desc kPageoutReclaimed = metrics::cgroupCounter("memcg_vmscan_pageout_reclaimed_pages_total",
                                   "Pages reclaimed by reclaim of given folios "
                                   "(mm_vmscan_reclaim_pages).");
 
-const Desc kKswapdWakeups = node(Type::kCounter, "memcg_node_vmscan_kswapd_wakeups_total",
+const Desc kKswapdWakeups = metrics::nodeCounter("memcg_node_vmscan_kswapd_wakeups_total",
                                  "kswapd wake-ups (mm_vmscan_kswapd_wake), all nodes.");
-const Desc kKswapdAwake = node(Type::kCounter, "memcg_node_vmscan_kswapd_awake_seconds_total",
+const Desc kKswapdAwake = metrics::nodeCounter("memcg_node_vmscan_kswapd_awake_seconds_total",
                                "Time kswapd threads spent awake (wake -> sleep), summed.");
-const Desc kWakeReqOrder = node(Type::kCounter, "memcg_node_vmscan_wakeup_requests_total",
+const Desc kWakeReqOrder = metrics::nodeCounter("memcg_node_vmscan_wakeup_requests_total",
                                 "kswapd wake-up requests (mm_vmscan_wakeup_kswapd) by allocation "
                                 "order (\">=10\" for 10 and above).",
                                 {"order"});
 
-const Desc kUp = node(Type::kGauge, "memcg_trace_up",
+const Desc kUp = metrics::nodeGauge("memcg_trace_up",
                       "1 if the tracepoint reader is running, 0 if tracing is unavailable.");
-const Desc kEvents = node(Type::kCounter, "memcg_trace_events_total",
+const Desc kEvents = metrics::nodeCounter("memcg_trace_events_total",
                           "Trace records read from the exporter's tracefs instance.");
-const Desc kLost = node(Type::kCounter, "memcg_trace_events_lost_total",
+const Desc kLost = metrics::nodeCounter("memcg_trace_events_lost_total",
                         "Trace records the kernel dropped for the exporter's instance (overrun, "
                         "commit overrun, dropped).");
-const Desc kDecodeErrors = node(Type::kCounter, "memcg_trace_decode_errors_total",
+const Desc kDecodeErrors = metrics::nodeCounter("memcg_trace_decode_errors_total",
                                 "Trace records of an unknown event id or too short to decode.");
-const Desc kReaderCpu = node(Type::kCounter, "memcg_trace_reader_cpu_seconds_total",
+const Desc kUnpairedEvents = metrics::nodeCounter("memcg_vmscan_unpaired_events_total",
+    "Reclaim begins and ends without a partner, all cgroups, by kind and reason: "
+    "end_without_begin, begin_without_end, begin_open_too_long (events lost or applied out of "
+    "order), end_before_any_begin (passes in flight when tracing started).",
+    {"kind", "reason"});
+const Desc kOutOfOrder = metrics::nodeCounter("memcg_trace_events_out_of_order_total",
+    "Trace records the reader handed on older than one before them (committed later than its "
+    "bound allows); stalls around them may be wrong.");
+const Desc kReaderCpu = metrics::nodeCounter("memcg_trace_reader_cpu_seconds_total",
                              "CPU time used by the trace reader thread.");
-const Desc kPidCache = node(Type::kGauge, "memcg_trace_pid_cache_entries",
+const Desc kPidCache = metrics::nodeGauge("memcg_trace_pid_cache_entries",
                             "Tasks in the pid -> cgroup cache.");
-const Desc kPidLookups = node(Type::kCounter, "memcg_trace_pid_lookups_total",
+const Desc kPidLookups = metrics::nodeCounter("memcg_trace_pid_lookups_total",
                               "pid -> cgroup cache misses resolved through /proc/<pid>/cgroup.");
-const Desc kPidLookupFailures = node(Type::kCounter, "memcg_trace_pid_lookup_failures_total",
+const Desc kPidLookupFailures = metrics::nodeCounter("memcg_trace_pid_lookup_failures_total",
                                      "Cache misses whose task was gone or unreadable (charged to "
                                      "cgroup=\"_unknown\").");
-const Desc kCgroupsRemoved = node(Type::kCounter, "memcg_trace_cgroups_removed_total",
+const Desc kCgroupsRemoved = metrics::nodeCounter("memcg_trace_cgroups_removed_total",
                                   "Cgroup series dropped because the cgroup was removed "
                                   "(cgroup:cgroup_rmdir).");
-const Desc kOverflowEvents = node(Type::kCounter, "memcg_trace_overflow_events_total",
+const Desc kOverflowEvents = metrics::nodeCounter("memcg_trace_overflow_events_total",
                                   "Reclaim ends charged to cgroup=\"_overflow\" (series cap reached).");
 
 constexpr const char* kOrderLabels[kWakeupOrders] = {"0", "1", "2", "3", "4",  "5",
@@ -268,16 +265,10 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
           &kReaderCpu,    &kPidCache,      &kPidLookups,     &kPidLookupFailures,
           &kOverflowEvents, &kIsoScanned,  &kIsoTaken,       &kActiveTaken,  &kDeactivated,
           &kWrites,       &kThrottled,     &kThrottledSec,   &kSlabCalls,    &kSlabFreed,
-          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved};
+          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved, &kUnpairedEvents, &kOutOfOrder};
   auto locks = lockMetricDescs();
   all.insert(all.end(), locks.begin(), locks.end());
   return all;
-}
-
-std::string_view traceCgroupLabel(const CgroupTraceStats& c) {
-  if (c.overflow) return "_overflow";
-  if (c.unknown) return "_unknown";
-  return c.path.empty() ? std::string_view("/") : std::string_view(c.path);
 }
 
 void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
@@ -285,6 +276,15 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
   sink.add(kEvents, {}, d(s.events_read));
   sink.add(kLost, {}, d(s.events_lost));
   sink.add(kDecodeErrors, {}, d(s.decode_errors));
+  sink.add(kOutOfOrder, {}, d(s.events_out_of_order));
+  for (size_t k = 0; k < kReclaimKinds; ++k) {
+    for (size_t r = 0; r < kUnpairedReasons; ++r) {
+      sink.add(kUnpairedEvents,
+               {reclaimKindName(static_cast<ReclaimKind>(k)),
+                unpairedReasonName(static_cast<UnpairedReason>(r))},
+               d(s.aggregator.unpaired[k][r]));
+    }
+  }
   sink.add(kReaderCpu, {}, static_cast<double>(s.reader_cpu_ns) * 1e-9);
   sink.add(kPidCache, {}, d(s.aggregator.pid_cache_entries));
   sink.add(kPidLookups, {}, d(s.aggregator.pid_lookups));

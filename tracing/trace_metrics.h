@@ -34,9 +34,6 @@ namespace memcg::tracing {
 /// Every Desc renderTraceSnapshot() can write (for docs and describe()).
 std::vector<const metrics::Desc*> traceMetricDescs();
 
-/// Label value of a snapshot series: its path, "_unknown" or "_overflow".
-std::string_view traceCgroupLabel(const CgroupTraceStats& c);
-
 /// Writes the snapshot's samples into `sink`. Label values that are not
 /// literals (cgroup paths) are kept by the sink. memcg_trace_up is 1 iff
 /// s.running.

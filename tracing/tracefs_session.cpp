@@ -11,11 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-extern "C" {
-// kbuffer.h is plain C without extern "C" guards.
-#include <kbuffer.h>
-}
+#include <limits>
 
 #include "common/log.h"
 #include "common/parse.h"
@@ -61,20 +57,25 @@ struct TracefsSession::Cpu {
   int cpu = 0;
   Fd pipe;
   Fd stats;
-  kbuffer* kb = nullptr;
-  // max_bytes_per_cpu_round of sub-buffers, allocated once and not zeroed:
-  // a large allocation is mapped lazily, so only pages a round actually
-  // fills become resident (growing a vector per round cost a copy, a memset
-  // and page faults: ~9% of the reader's CPU at 30k events/s).
-  std::unique_ptr<char[]> pages;
-  size_t npages = 0;
-  size_t page = 0;
-  void* data = nullptr;  // current record, nullptr when exhausted
-  unsigned long long ts = 0;
-  ~Cpu() {
-    if (kb) kbuffer_free(kb);
-  }
 };
+
+std::string selectedTraceClock(std::string_view text) {
+  size_t open = text.find('[');
+  if (open == std::string_view::npos) return {};
+  size_t close = text.find(']', open);
+  if (close == std::string_view::npos) return {};
+  return std::string(text.substr(open + 1, close - open - 1));
+}
+
+int traceClockId(std::string_view clock) {
+  // kernel/trace/trace.c trace_clocks[]: these four are the kernel's
+  // *_fast_ns accessors of the clocks clock_gettime() reads.
+  if (clock == "mono") return CLOCK_MONOTONIC;
+  if (clock == "mono_raw") return CLOCK_MONOTONIC_RAW;
+  if (clock == "boot") return CLOCK_BOOTTIME;
+  if (clock == "tai") return CLOCK_TAI;
+  return -1;
+}
 
 Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOptions& opts) {
   if (!isValidInstanceName(opts.instance_name)) {
@@ -143,7 +144,6 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     if (!s->root_fd_.valid()) return makeError(errno, found, "open tracefs");
   }
   s->root_ = "/proc/self/fd/" + std::to_string(s->root_fd_.get());
-  memcg_tfs_set_tracing_dir(s->root_.c_str());
 
   // 2. Our instance; a leftover of ours (same name) is removed first.
   // inst_path is for the file operations, instance_dir_ for messages.
@@ -157,14 +157,14 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   struct stat st {};
   if (::stat(inst_path.c_str(), &st) == 0) {
     log::warn("removing stale tracefs instance", "path=" + log::quote(s->instance_dir_));
-    if (memcg_tfs_instance_destroy_by_name(name.c_str()) != 0) {
+    if (memcg_tfs_instance_destroy_by_name(s->root_.c_str(), name.c_str()) != 0) {
       return makeError(errno, s->instance_dir_,
                        errno == EBUSY ? "instance in use (another exporter running?)"
                                       : "cannot remove stale instance");
     }
   }
   int is_new = 0;
-  s->instance_ = memcg_tfs_instance_create(name.c_str(), &is_new);
+  s->instance_ = memcg_tfs_instance_create(s->root_.c_str(), name.c_str(), &is_new);
   if (!s->instance_) return makeError(errno ? errno : EIO, s->instance_dir_, "create instance");
   if (!is_new) {
     memcg_tfs_instance_free(s->instance_);
@@ -175,13 +175,20 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   if (memcg_tfs_instance_file_write(s->instance_, "tracing_on", "0") != 0) {
     return makeError(errno, s->instance_dir_ + "/tracing_on", "write 0");
   }
-  if (!opts.trace_clock.empty() && opts.trace_clock != s->clock_) {
-    if (memcg_tfs_instance_file_write(s->instance_, "trace_clock", opts.trace_clock.c_str()) == 0) {
-      s->clock_ = opts.trace_clock;
-    } else {
-      log::warn("cannot set the instance's trace_clock; keeping local",
-                "clock=" + opts.trace_clock + " errno=" + std::to_string(errno));
-    }
+  if (!opts.trace_clock.empty() &&
+      memcg_tfs_instance_file_write(s->instance_, "trace_clock", opts.trace_clock.c_str()) != 0) {
+    log::warn("cannot set the instance's trace_clock",
+              "clock=" + opts.trace_clock + " errno=" + std::to_string(errno));
+  }
+  // What the kernel uses is what the file marks, whatever was asked.
+  if (auto tc = readWholeFile(inst_path + "/trace_clock"); tc.ok()) {
+    if (auto sel = selectedTraceClock(*tc); !sel.empty()) s->clock_ = sel;
+  }
+  s->clock_id_ = traceClockId(s->clock_);
+  if (s->clock_id_ < 0) {
+    log::warn("trace clock not readable from user space: events of a task that moves "
+              "between CPUs may be applied out of order",
+              "clock=" + s->clock_);
   }
   if (memcg_tfs_set_buffer_size_kb(s->instance_, opts.buffer_kb_per_cpu) != 0) {
     return makeError(errno, s->instance_dir_ + "/buffer_size_kb", "set buffer size");
@@ -209,6 +216,8 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   }
   ::closedir(d);
   std::sort(cpu_ids.begin(), cpu_ids.end());
+  s->merger_ = std::make_unique<RecordMerger>(
+      s->subbuf_size_, std::max<size_t>(1, opts.max_bytes_per_cpu_round / s->subbuf_size_));
   for (int id : cpu_ids) {
     auto c = std::make_unique<Cpu>();
     c->cpu = id;
@@ -221,8 +230,7 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
       return makeError(errno, shown + "/trace_pipe_raw", "open");
     }
     c->stats.reset(::open((base + "/stats").c_str(), O_RDONLY | O_CLOEXEC));
-    c->kb = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST, KBUFFER_ENDIAN_SAME_AS_HOST);
-    if (!c->kb) return makeError(ENOMEM, shown, "kbuffer_alloc");
+    if (!s->merger_->addCpu(id, nullptr)) return makeError(ENOMEM, shown, "kbuffer_alloc");
     s->cpus_.push_back(std::move(c));
   }
   if (s->cpus_.empty()) return makeError(ENOENT, s->instance_dir_ + "/per_cpu", "no readable CPU buffers");
@@ -307,6 +315,8 @@ SessionStats TracefsSession::stats() const {
   s.read_errors = read_errors_.load(std::memory_order_relaxed);
   s.rounds = rounds_.load(std::memory_order_relaxed);
   s.reader_cpu_ns = reader_cpu_ns_.load(std::memory_order_relaxed);
+  s.out_of_order = out_of_order_.load(std::memory_order_relaxed);
+  s.held = held_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -331,6 +341,12 @@ void TracefsSession::run() {
       stopping = stop_requested_;
     }
     bool more = drainRound(stopping);
+    if (stopping) {
+      // Whatever the kernel still has (bounded: its buffers are finite),
+      // then everything read, held back or not.
+      for (int i = 0; more && i < 16; ++i) more = drainRound(true);
+      flushAll();
+    }
     auto now = std::chrono::steady_clock::now();
     if (stopping || now - last_stats >= std::chrono::seconds(1)) {
       refreshLost();
@@ -350,86 +366,77 @@ void TracefsSession::run() {
 }
 
 bool TracefsSession::drainRound(bool final_round) {
+  // The watermark first, before any CPU is read (tracefs_session.h).
+  uint64_t watermark = std::numeric_limits<uint64_t>::max();
+  if (!final_round && clock_id_ >= 0) {
+    struct timespec now {};
+    if (::clock_gettime(static_cast<clockid_t>(clock_id_), &now) == 0) {
+      const uint64_t t0 = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull +
+                          static_cast<uint64_t>(now.tv_nsec);
+      const uint64_t slack =
+          static_cast<uint64_t>(std::chrono::nanoseconds(opts_.commit_slack).count());
+      watermark = t0 > slack ? t0 - slack : 0;
+    }
+  }
   bool more = false;
-  // Read phase: copy each CPU's available sub-buffers.
-  for (auto& c : cpus_) {
-    c->npages = 0;
-    c->page = 0;
-    c->data = nullptr;
-    const size_t cap = std::max<size_t>(1, opts_.max_bytes_per_cpu_round / subbuf_size_);
-    if (!c->pages) c->pages.reset(new char[cap * subbuf_size_]);
-    for (size_t i = 0; i < cap; ++i) {
-      char* dst = c->pages.get() + c->npages * subbuf_size_;
-      ssize_t n = ::read(c->pipe.get(), dst, subbuf_size_);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN) read_errors_.fetch_add(1, std::memory_order_relaxed);
+  RecordMerger& m = *merger_;
+  for (size_t i = 0; i < cpus_.size(); ++i) {
+    Cpu& c = *cpus_[i];
+    bool drained = false;
+    bool after_partial = false;
+    for (;;) {
+      char* dst = m.reserve(i);
+      if (!dst) {  // this round's share read: go on at once
+        more = true;
         break;
       }
-      if (n == 0) break;
-      if (static_cast<size_t>(n) < subbuf_size_) {
-        std::memset(dst + n, 0, subbuf_size_ - static_cast<size_t>(n));
+      ssize_t n = ::read(c.pipe.get(), dst, subbuf_size_);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        // EAGAIN: nothing more committed. Another error: counted, and the
+        // CPU taken as drained so that it cannot hold the others back.
+        if (errno != EAGAIN) read_errors_.fetch_add(1, std::memory_order_relaxed);
+        drained = true;
+        break;
       }
-      ++c->npages;
-      if (kbuffer_load_subbuffer(c->kb, dst) != 0) {
-        --c->npages;
+      if (n == 0) {
+        drained = true;
+        break;
+      }
+      RecordMerger::PageInfo info = m.commit(i, static_cast<size_t>(n));
+      if (!info.ok) {
         read_errors_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      int missed = kbuffer_missed_events(c->kb);
-      if (missed != 0)
-        missed_.fetch_add(missed > 0 ? missed : 1, std::memory_order_relaxed);
-      // A sub-buffer that is far from full is the one the writer is on:
-      // stop here instead of chasing the writer (unless this is the last round).
-      const int used = kbuffer_subbuffer_size(c->kb);
-      const int capacity = static_cast<int>(subbuf_size_) - kbuffer_start_of_data(c->kb);
-      if (!final_round && used + 512 < capacity) break;
-      if (i + 1 == cap) more = true;
+      if (info.missed != 0)
+        missed_.fetch_add(info.missed > 0 ? info.missed : 1, std::memory_order_relaxed);
+      // A sub-buffer far from full is the one the writer is on: read once
+      // more (EAGAIN proves the CPU drained) but do not chase the writer;
+      // a CPU left with data bounds the watermark by its newest record.
+      if (after_partial) break;
+      if (!final_round && info.partial) after_partial = true;
     }
-    subbufs_.fetch_add(c->npages, std::memory_order_relaxed);
-    if (c->npages > 0 && kbuffer_load_subbuffer(c->kb, c->pages.get()) == 0) {
-      c->data = kbuffer_read_event(c->kb, &c->ts);
-    }
+    m.setDrained(i, drained);
   }
-
-  auto advance = [this](Cpu& c) {
-    c.data = kbuffer_next_event(c.kb, &c.ts);
-    while (!c.data && ++c.page < c.npages) {
-      if (kbuffer_load_subbuffer(c.kb, c.pages.get() + c.page * subbuf_size_) != 0)
-        continue;
-      c.data = kbuffer_read_event(c.kb, &c.ts);
-    }
-  };
-  // Merge phase: oldest record first across CPUs, so a task's begin/end on
-  // two CPUs, fork before first use and exit after last use stay in order.
-  // A min-heap of the CPUs that have records this round: O(log k) per record
-  // for k such CPUs, not a scan of every CPU of the machine per record.
-  auto later = [](const Cpu* a, const Cpu* b) { return a->ts > b->ts; };
-  heap_.clear();
-  for (auto& c : cpus_) {
-    if (c->data) heap_.push_back(c.get());
-  }
-  std::make_heap(heap_.begin(), heap_.end(), later);
-  uint64_t n = 0;
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    Cpu* best = heap_.back();
-    int size = kbuffer_event_size(best->kb);
-    if (size > 0 && sink_) {
-      sink_->onRecord(best->data, static_cast<uint32_t>(size), best->ts, best->cpu);
-    }
-    ++n;
-    advance(*best);
-    if (best->data) {
-      std::push_heap(heap_.begin(), heap_.end(), later);
-    } else {
-      heap_.pop_back();
-    }
-  }
+  subbufs_.store(m.subbufs(), std::memory_order_relaxed);
+  const uint64_t n = m.emit(watermark, sink_);
   records_.fetch_add(n, std::memory_order_relaxed);
   rounds_.fetch_add(1, std::memory_order_relaxed);
+  out_of_order_.store(m.outOfOrder(), std::memory_order_relaxed);
+  held_.store(m.held(), std::memory_order_relaxed);
   if (sink_) sink_->onRoundEnd();
+  m.compact();  // after the sink is done: records point into the merger's pages
   return more;
+}
+
+void TracefsSession::flushAll() {
+  RecordMerger& m = *merger_;
+  for (size_t i = 0; i < m.cpuCount(); ++i) m.setDrained(i, true);
+  const uint64_t n = m.emit(std::numeric_limits<uint64_t>::max(), sink_);
+  records_.fetch_add(n, std::memory_order_relaxed);
+  out_of_order_.store(m.outOfOrder(), std::memory_order_relaxed);
+  if (sink_) sink_->onRoundEnd();
+  m.compact();
 }
 
 }  // namespace memcg::tracing

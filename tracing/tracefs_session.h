@@ -20,10 +20,54 @@
 //    non-blocking; reading CONSUMES the events. Parsed with libtraceevent's
 //    kbuffer. per_cpu/cpuN/stats gives "overrun", "commit overrun" and
 //    "dropped events": the events the kernel lost for this instance.
-// The reader wakes every poll_interval, drains each CPU up to the first
-// partly filled sub-buffer (it does not chase the writer), merges the CPUs by
-// timestamp and hands records to a RecordSink in time order.
-// Minimum kernel: 4.x for instances and trace_pipe_raw; tested on 6.18.
+//  - instances/<name>/trace_clock: set to "mono" and read back; the reader
+//    reads the same clock (CLOCK_MONOTONIC) to bound what it may hand out.
+// The reader wakes every poll_interval, reads each CPU until the kernel has
+// nothing more (or its round's share is read; after a partly filled
+// sub-buffer, the page the writer is on, it reads once more and stops there,
+// not chasing the writer) and hands records to a RecordSink in global
+// timestamp order (record_merger.h).
+//
+// Global order across rounds (issue 11). Before reading any CPU the reader
+// reads the trace clock, T0, and hands out only records with
+// ts <= W = T0 - commit_slack (and, for a CPU read only in part, no newer
+// than its newest record read); newer ones, already read, wait for the next
+// round. Why no record can still come later with ts <= W:
+//  - the ring buffer returns every event committed on a CPU before the read
+//    of that CPU (a read while the writer is on the same page copies the
+//    committed events only: never a half-written one); a CPU counts as read
+//    fully only once a read returned EAGAIN, after every earlier read;
+//  - so a record that comes in a later round with ts <= W was reserved at
+//    ts (the ring buffer stamps it at reserve) and committed after that
+//    CPU's last read, which is after T0 >= ts + commit_slack: it spent more
+//    than commit_slack between reserve and commit;
+//  - between reserve and commit the writer runs with preemption disabled
+//    (ring_buffer_lock_reserve .. ring_buffer_unlock_commit), filling a few
+//    fields (events with a filter are built aside and written in one
+//    ring_buffer_write, stamped at that write). Only what preempt-off code
+//    can be interrupted by stretches that window: hard interrupts, softirqs
+//    run on interrupt exit (__do_softirq yields to ksoftirqd after 2 ms),
+//    NMIs, and a hypervisor descheduling the vCPU. Interrupting events are
+//    nested in the same page and committed with it, so they wait too;
+//  - per CPU, stamps never decrease in buffer order (an event interrupted
+//    between taking its stamp and reserving its slot is given its
+//    interrupter's time), so a CPU's unread records are no older than its
+//    newest read one: that bounds W for a CPU not read fully;
+//    commit_slack (50 ms) is well beyond these on a sane host but it is a
+//    bound, not a guarantee (a vCPU stolen for longer breaks it);
+//  - timestamps of "mono" are ktime_get_mono_fast_ns: CLOCK_MONOTONIC, the
+//    same on every CPU (a task's begin on CPU0 before its end on CPU1 after
+//    a migration, which goes through the run-queue locks, has the smaller
+//    stamp); "local" (the default clock) is per-CPU sched_clock, neither
+//    readable from user space nor comparable across CPUs.
+// A record handed out older than one handed out before is counted
+// (SessionStats::out_of_order), so a broken bound is visible, not silent.
+// If the kernel refuses every clock user space can read, rounds are ordered
+// only within themselves (the pre-issue-11 behaviour), with a warning.
+// Cost: the held-back records are re-walked once per round (a few hundred at
+// most); reports lag by commit_slack beyond the poll interval.
+// Minimum kernel: 4.x for instances and trace_pipe_raw, 4.1 for "mono";
+// tested on 6.18 and 6.1.
 #pragma once
 
 #include <atomic>
@@ -38,6 +82,7 @@
 
 #include "common/fd.h"
 #include "common/result.h"
+#include "tracing/record_merger.h"
 
 struct memcg_tfs_instance;
 
@@ -75,6 +120,10 @@ struct SessionOptions {
   /// episodes, aggregator.h); if the kernel refuses it the default "local"
   /// stays (traceClock() says which).
   std::string trace_clock = "mono";
+  /// How long a record may take from reserve to commit in the kernel and
+  /// still be handed out in order (see the header comment): records newer
+  /// than the trace clock minus this wait for the next round.
+  std::chrono::milliseconds commit_slack{50};
   /// Upper bound on bytes read from one CPU per round (bounds the reader's
   /// buffer, which becomes resident as rounds fill it); a CPU with more
   /// waiting is read again at once.
@@ -98,6 +147,8 @@ struct SessionStats {
   uint64_t missed_flags = 0;  ///< events the sub-buffer headers flagged as missed
   uint64_t read_errors = 0;   ///< read() failures other than EAGAIN
   uint64_t rounds = 0;
+  uint64_t out_of_order = 0;  ///< handed out older than a record before them
+  uint64_t held = 0;          ///< read, waiting for a later round (last round)
   uint64_t reader_cpu_ns =
       0;  ///< CPU time of the reader thread (CLOCK_THREAD_CPUTIME_ID)
 };
@@ -122,8 +173,12 @@ class TracefsSession {
   bool mountedByUs() const { return mounted_by_us_; }
   /// Mounted by us, detached: visible to no other process.
   bool privateMount() const { return private_mount_; }
-  /// The instance's trace_clock in use ("mono", or "local" if unchangeable).
+  /// The instance's trace_clock in use, as the kernel reports it ("mono",
+  /// or "local" if unchangeable).
   const std::string& traceClock() const { return clock_; }
+  /// Whether records are handed out in global order across rounds (a trace
+  /// clock user space can read; see the header comment).
+  bool globalOrder() const { return clock_id_ >= 0; }
 
   /// Sets an in-kernel filter (if non-empty) and enables one event.
   Status enableEvent(const char* system, const char* event,
@@ -144,6 +199,7 @@ class TracefsSession {
   struct Cpu;
   void run();
   bool drainRound(bool final_round);
+  void flushAll();
   void refreshLost();
 
   Fd root_fd_;                // tracefs root (O_PATH, or the detached mount)
@@ -153,11 +209,12 @@ class TracefsSession {
   bool mounted_by_us_ = false;
   bool private_mount_ = false;
   std::string clock_ = "local";
+  int clock_id_ = -1;  // clockid_t of clock_, -1 if user space cannot read it
   memcg_tfs_instance* instance_ = nullptr;
   size_t subbuf_size_ = 4096;
   SessionOptions opts_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
-  std::vector<Cpu*> heap_;  // drainRound's merge: CPUs with records, oldest on top
+  std::unique_ptr<RecordMerger> merger_;  // one stream per cpus_ entry, same index
   RecordSink* sink_ = nullptr;
 
   std::thread thread_;
@@ -167,7 +224,14 @@ class TracefsSession {
   std::atomic<bool> running_{false};
 
   std::atomic<uint64_t> records_{0}, subbufs_{0}, lost_{0}, missed_{0}, read_errors_{0},
-      rounds_{0}, reader_cpu_ns_{0};
+      rounds_{0}, reader_cpu_ns_{0}, out_of_order_{0}, held_{0};
 };
+
+/// The selected clock of a trace_clock file ("[mono] local global ..." ->
+/// "mono"); empty if none is marked.
+std::string selectedTraceClock(std::string_view trace_clock_file);
+/// The clockid_t user space reads for a trace clock that is one of the
+/// kernel's clocks ("mono", "mono_raw", "boot", "tai"), or -1.
+int traceClockId(std::string_view clock);
 
 }  // namespace memcg::tracing

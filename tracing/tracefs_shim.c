@@ -2,35 +2,62 @@
 #include "tracing/tracefs_shim.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <tracefs.h>
 
 struct memcg_tfs_instance {
   struct tracefs_instance* inst;
 };
 
-int memcg_tfs_set_tracing_dir(const char* dir) {
-  // libtracefs keeps its own copy of the string.
-  return tracefs_set_tracing_dir((char*)dir);
+static int instance_path(const char* dir, const char* name, char* buf, size_t len) {
+  if (!dir || !name) {
+    errno = EINVAL;
+    return -1;
+  }
+  int n = snprintf(buf, len, "%s/instances/%s", dir, name);
+  if (n < 0 || (size_t)n >= len) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return 0;
 }
 
-int memcg_tfs_instance_exists(const char* name) {
-  return tracefs_instance_exists(name) ? 1 : 0;
+int memcg_tfs_instance_exists(const char* dir, const char* name) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (instance_path(dir, name, path, sizeof(path)) != 0) return 0;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 1 : 0;
 }
 
-struct memcg_tfs_instance* memcg_tfs_instance_create(const char* name, int* is_new) {
-  struct tracefs_instance* inst = tracefs_instance_create(name);
-  if (!inst) return NULL;
+struct memcg_tfs_instance* memcg_tfs_instance_create(const char* dir, const char* name,
+                                                     int* is_new) {
+  // mkdir ourselves, then an instance object bound to `dir` (not to the
+  // library's process-wide tracing dir, which tracefs_instance_create uses).
+  char path[PATH_MAX];
+  if (instance_path(dir, name, path, sizeof(path)) != 0) return NULL;
+  int created = mkdir(path, 0755) == 0;
+  if (!created && errno != EEXIST) return NULL;
+  struct tracefs_instance* inst = tracefs_instance_alloc(dir, name);
+  if (!inst) {
+    int saved = errno ? errno : ENOENT;
+    if (created) rmdir(path);
+    errno = saved;
+    return NULL;
+  }
   struct memcg_tfs_instance* w = calloc(1, sizeof(*w));
   if (!w) {
     tracefs_instance_free(inst);
+    if (created) rmdir(path);
     errno = ENOMEM;
     return NULL;
   }
   w->inst = inst;
-  if (is_new) *is_new = tracefs_instance_is_new(inst) ? 1 : 0;
+  if (is_new) *is_new = created;
   return w;
 }
 
@@ -48,8 +75,12 @@ void memcg_tfs_instance_free(struct memcg_tfs_instance* w) {
   free(w);
 }
 
-int memcg_tfs_instance_destroy_by_name(const char* name) {
-  struct tracefs_instance* inst = tracefs_instance_alloc(NULL, name);
+int memcg_tfs_instance_destroy_by_name(const char* dir, const char* name) {
+  if (!dir) {
+    errno = EINVAL;
+    return -1;
+  }
+  struct tracefs_instance* inst = tracefs_instance_alloc(dir, name);
   if (!inst) return -1;
   int ret = tracefs_instance_destroy(inst);
   int saved = errno;
@@ -60,7 +91,10 @@ int memcg_tfs_instance_destroy_by_name(const char* name) {
 
 int memcg_tfs_event_enable(struct memcg_tfs_instance* w, const char* sys,
                            const char* event) {
-  return tracefs_event_enable(w->inst, sys, event);
+  // Not tracefs_event_enable(): it lists the event systems under the
+  // library's process-wide tracing dir (and mounts tracefs to find one when
+  // ours is a private mount). Writing the one enable file needs no lookup.
+  return tracefs_event_file_write(w->inst, sys, event, "enable", "1") < 0 ? -1 : 0;
 }
 
 int memcg_tfs_event_file_write(struct memcg_tfs_instance* w, const char* sys,

@@ -16,17 +16,19 @@ extern "C" {
 
 struct memcg_tfs_instance;
 
-/// Points libtracefs at `dir` (a mounted tracefs root) so it never mounts one itself.
-int memcg_tfs_set_tracing_dir(const char* dir);
-/// 1 if an instance `name` exists under the tracing dir set above, else 0.
-int memcg_tfs_instance_exists(const char* name);
-/// Creates (mkdir instances/<name>) or opens an instance; *is_new tells which.
-struct memcg_tfs_instance* memcg_tfs_instance_create(const char* name, int* is_new);
+/// Every call names the tracefs root (`dir`, a mounted tracefs) or uses an
+/// instance made under one: libtracefs's process-wide tracing dir is never
+/// set, so two sessions with different roots never see each other's.
+/// 1 if an instance `name` exists under `dir`, else 0.
+int memcg_tfs_instance_exists(const char* dir, const char* name);
+/// Creates (mkdir <dir>/instances/<name>) or opens an instance; *is_new tells which.
+struct memcg_tfs_instance* memcg_tfs_instance_create(const char* dir, const char* name,
+                                                     int* is_new);
 /// rmdir instances/<name>; fails with EBUSY while any of its files is open.
 int memcg_tfs_instance_destroy(struct memcg_tfs_instance* inst);
 void memcg_tfs_instance_free(struct memcg_tfs_instance* inst);
-/// Removes an existing instance by name (used for stale instances of ours).
-int memcg_tfs_instance_destroy_by_name(const char* name);
+/// Removes an existing instance <dir>/instances/<name> (stale instances of ours).
+int memcg_tfs_instance_destroy_by_name(const char* dir, const char* name);
 /// Writes `<instance>/events/<sys>/<event>/enable`.
 int memcg_tfs_event_enable(struct memcg_tfs_instance* inst, const char* sys,
                            const char* event);

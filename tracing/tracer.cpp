@@ -181,6 +181,7 @@ TraceSnapshot Tracer::snapshot() const {
   s.events_lost = ss.lost;
   s.decode_errors = decode_errors_.load(std::memory_order_relaxed);
   s.reader_cpu_ns = ss.reader_cpu_ns;
+  s.events_out_of_order = ss.out_of_order;
   s.locks.enabled = locks_;
   s.locks.callers = callers_.load();
   return s;

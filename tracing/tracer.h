@@ -63,6 +63,9 @@
 #include "tracing/attribution.h"
 #include "tracing/decoders.h"
 #include "tracing/event_formats.h"
+#include "tracing/lock_metrics.h"
+#include "tracing/lock_symbols.h"
+#include "tracing/reclaim_report.h"
 #include "tracing/tracefs_session.h"
 
 namespace memcg::tracing {
@@ -101,7 +104,9 @@ struct TracerOptions {
   std::vector<EventType> only_events;
 };
 
-class Tracer : private RecordSink, public ReclaimAttribution {
+/// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,
+/// and the ReclaimAttribution the controller is handed.
+class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLookup {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -110,6 +115,10 @@ class Tracer : private RecordSink, public ReclaimAttribution {
 
   /// Thread-safe consistent copy; includes session counters (lost events).
   TraceSnapshot snapshot() const;
+  /// PidCgroupLookup: the pid cache's answer (live, or exited recently).
+  std::optional<PidCgroup> cgroupOf(int32_t pid) const override {
+    return aggregator_->cgroupOf(pid);
+  }
   void stop();
   Aggregator& aggregator() { return *aggregator_; }
   const TracefsSession& session() const { return *session_; }
@@ -118,6 +127,15 @@ class Tracer : private RecordSink, public ReclaimAttribution {
   const std::string& procfs() const { return procfs_; }
   /// Whether lock reports may show raw kernel addresses (TracerOptions).
   bool lockAddresses() const { return lock_addresses_; }
+  /// Baselines for windowed reclaim reports (/api/v1/reclaim/report?window=),
+  /// recorded by the vmscan collector on every scrape and by the API on every
+  /// request. Thread-safe.
+  SnapshotHistory& reportHistory() { return history_; }
+  /// Opaque lock ids for /api/v1/locks, stable for the tracer's life. Thread-safe.
+  LockIds& lockIds() { return lock_ids_; }
+  /// <procfs>/kallsyms of this tracer's procfs, read on first use (callers'
+  /// thread); nullptr if it cannot be read. Thread-safe.
+  const Kallsyms* kallsyms() { return kallsyms_.get(procfs_ + "/kallsyms"); }
 
   /// ReclaimAttribution: forwarded to the aggregator's proactive reclaimers
   /// and episodes.
@@ -148,6 +166,10 @@ class Tracer : private RecordSink, public ReclaimAttribution {
   unsigned caller_samples_ = 0;
   std::chrono::milliseconds caller_interval_{1000};
   std::chrono::steady_clock::time_point armed_at_{};
+  // State of the tracer's reports (formerly process-wide singletons).
+  SnapshotHistory history_;
+  LockIds lock_ids_;
+  KallsymsOnce kallsyms_;
 };
 
 /// Whether `opts` wants the detail event `t` (true for the other events).

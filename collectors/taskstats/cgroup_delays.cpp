@@ -40,6 +40,7 @@ Result<std::unique_ptr<CgroupDelayAggregator>> CgroupDelayAggregator::create(
   if (!client.ok()) return client.error();
   std::unique_ptr<CgroupDelayAggregator> a(
       new CgroupDelayAggregator(std::move(client.value()), std::move(opts)));
+  if (a->opts_.locate_exit) a->ledger_.setExitLocator(a->opts_.locate_exit);
   if (a->opts_.listen_exits) {
     auto l = ExitListener::open(a->client_.familyId(), a->opts_.cpumask);
     if (l.ok()) {
@@ -70,9 +71,16 @@ CgroupDelayAggregator::~CgroupDelayAggregator() {
 
 void CgroupDelayAggregator::exitLoop() {
   while (!stop_) {
-    if (!listener_->waitReadable(1000, wake_fd_.get())) continue;
+    // Wakes every 250 ms while exits wait to be placed (delay_ledger.h).
+    const bool ready = listener_->waitReadable(250, wake_fd_.get());
+    if (stop_) break;
     std::lock_guard lock(mu_);
-    drainLocked();
+    if (ready || ledger_.pendingExits() != 0) drainLocked();
+    const auto now = std::chrono::steady_clock::now();
+    if (opts_.sample_members.count() > 0 && now - sampled_at_ >= opts_.sample_members) {
+      sampled_at_ = now;
+      sampleLocked();
+    }
   }
 }
 
@@ -86,6 +94,23 @@ void CgroupDelayAggregator::drainLocked() {
   auto n = listener_->drain([this](const TaskstatsMessage& m) { ledger_.onExit(m); });
   if (!n.ok()) {
     log::debug("taskstats exit drain failed", "err=" + log::quote(n.error().message()));
+  }
+  // Exits not placed yet (the tracer had not seen the task): a few times a
+  // second, not on every drain (collect() drains once per cgroup).
+  const auto now = std::chrono::steady_clock::now();
+  if (ledger_.pendingExits() != 0 && now - retried_at_ >= std::chrono::milliseconds(200)) {
+    retried_at_ = now;
+    ledger_.retryPending(now);
+  }
+}
+
+void CgroupDelayAggregator::sampleLocked() {
+  bool first = true;
+  for (const std::string& key : ledger_.keys()) {
+    auto ids = readIdList(key + "/cgroup.procs");
+    if (!ids.ok()) continue;  // gone: the next scrape drops it
+    ledger_.sampleMembers(key, *ids, first);
+    first = false;
   }
 }
 

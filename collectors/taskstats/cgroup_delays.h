@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,12 @@ class CgroupDelayAggregator {
     bool listen_exits = true;  ///< register the exit listener
     bool exit_thread = true;   ///< drain exits on a thread (else only in collect())
     std::string cpumask;       ///< listener CPUs; empty: all possible CPUs
+    /// Places exits of processes no scrape saw alive (delay_ledger.h).
+    DelayLedger::ExitLocator locate_exit;
+    /// Between scrapes the exit thread reads the scraped cgroups'
+    /// cgroup.procs this often (no queries; 0 = never), so a process that
+    /// lived at least this long is placed even without a locator.
+    std::chrono::milliseconds sample_members{1000};
   };
   struct Stats : DelayLedger::Stats {
     uint64_t listener_overruns = 0;  ///< ENOBUFS on the exit listener (records lost)
@@ -91,12 +98,15 @@ class CgroupDelayAggregator {
   CgroupDelayAggregator(TaskstatsClient client, Options opts)
       : client_(std::move(client)), opts_(std::move(opts)) {}
   void drainLocked();
+  void sampleLocked();
   void exitLoop();
 
   mutable std::mutex mu_;
   TaskstatsClient client_;
   Options opts_;
   DelayLedger ledger_;
+  std::chrono::steady_clock::time_point retried_at_{};
+  std::chrono::steady_clock::time_point sampled_at_{};
   std::optional<ExitListener> listener_;
   Fd wake_fd_;
   std::atomic<bool> stop_{false};

@@ -52,7 +52,19 @@ void DelayLedger::begin(const std::string& key, ino_t inode,
   cg.scrape = scrape;
   cg.live = 0;
   cg.errors = 0;
+  // Pending exits of processes of this cgroup (located before its first scrape).
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->inode == static_cast<uint64_t>(inode) && place(*it)) {
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (uint32_t tgid : tgids) {
+    // Already folded from its exit record (it is still listed for a moment):
+    // skipped by this one scrape (a later one listing the tgid sees a new
+    // process that reused it).
+    if (!located_.empty() && located_.erase(tgid)) continue;
     cg.procs[tgid].scrape = scrape;
     // Tracked before it is queried, so an exit racing the query is folded.
     owner_[tgid] = k;
@@ -102,7 +114,33 @@ void DelayLedger::onExit(const TaskstatsMessage& m) {
     tgid = *m.pid;
   }
   auto own = owner_.find(tgid);
-  if (own == owner_.end()) return;  // not a process we track
+  if (own == owner_.end()) {
+    // No scrape saw it alive: ask where it was.
+    if (tgid == 0) return;
+    uint64_t sampled = 0;
+    if (auto it = sampled_.find(tgid); it != sampled_.end()) {
+      sampled = it->second;
+    } else if (auto p = sampled_prev_.find(tgid); p != sampled_prev_.end()) {
+      sampled = p->second;
+    }
+    if (!locate_ && sampled == 0) return;
+    const TaskStats& fin = m.tgid_stats ? *m.tgid_stats : *m.pid_stats;
+    PendingExit pe;
+    pe.tgid = tgid;
+    pe.since = now_;
+    mergeMax(pe.fin.last, fin);
+    pe.fin.has_total = fin.has_total;
+    pe.fin.has_max = fin.has_max;
+    pe.inode = locate_ ? locate_(tgid, true) : 0;
+    if (pe.inode == 0) pe.inode = sampled;
+    if (pe.inode != 0 && place(pe)) return;
+    if (pending_.size() >= kMaxPendingExits) {
+      pending_.pop_front();
+      ++stats_.exits_unlocated;
+    }
+    pending_.push_back(std::move(pe));
+    return;
+  }
   auto c = cgroups_.find(*own->second);
   owner_.erase(own);
   if (c == cgroups_.end()) return;
@@ -156,6 +194,55 @@ CgroupDelays DelayLedger::end(const std::string& key) {
   out.live_processes = cg.live;
   out.query_errors = cg.errors;
   return out;
+}
+
+bool DelayLedger::place(PendingExit& pe) {
+  for (auto& [key, cg] : cgroups_) {
+    if (static_cast<uint64_t>(cg.inode) != pe.inode) continue;
+    fold(cg, pe.fin);
+    ++stats_.exits_located;
+    if (located_.size() >= kMaxLocated) located_.clear();
+    located_[pe.tgid] = scrape_seq_;
+    return true;
+  }
+  return false;
+}
+
+void DelayLedger::sampleMembers(const std::string& key, std::span<const uint32_t> tgids,
+                                bool round_start) {
+  if (round_start) {
+    sampled_prev_.swap(sampled_);
+    sampled_.clear();
+  }
+  auto c = cgroups_.find(key);
+  if (c == cgroups_.end() || c->second.inode == 0) return;
+  for (uint32_t tgid : tgids) {
+    if (!owner_.count(tgid)) sampled_[tgid] = static_cast<uint64_t>(c->second.inode);
+  }
+}
+
+std::vector<std::string> DelayLedger::keys() const {
+  std::vector<std::string> out;
+  out.reserve(cgroups_.size());
+  for (const auto& [key, _] : cgroups_) out.push_back(key);
+  return out;
+}
+
+void DelayLedger::retryPending(Clock::time_point now) {
+  now_ = now;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    PendingExit& pe = *it;
+    if (pe.since == Clock::time_point{}) pe.since = now;
+    if (pe.inode == 0 && locate_) pe.inode = locate_(pe.tgid, false);
+    if (pe.inode != 0 && place(pe)) {
+      it = pending_.erase(it);
+    } else if (now - pe.since > kPendingAge) {
+      ++stats_.exits_unlocated;
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void DelayLedger::fold(Cgroup& cg, const Proc& p) {

@@ -13,9 +13,22 @@
 // missing from the list has had its record delivered unless the listener
 // overran. Without a record (overrun, no listener, kernel < v12, or the
 // process moved to another cgroup) its last scraped totals are folded in.
+// A process no scrape saw alive (it started and exited between two scrapes)
+// is tied to its cgroup by an ExitLocator, when one is set: it answers, for
+// an exit record, the directory inode of the cgroup the process was in (the
+// tracer's pid cache: see collectors/taskstats.cpp); else by the last
+// sampling of the cgroups' members (sampleMembers, cgroup.procs only).
+// Its final totals are folded into that cgroup.
+// The locator may not know the process yet when its record arrives (the
+// trace reader runs behind), and the cgroup may not have been scraped yet:
+// such exits wait (at most kMaxPendingExits, for kPendingAge) and are
+// retried (retryPending, called by the owner a few times a second). A located process is
+// remembered for a few scrapes so that a scrape that still lists it (the
+// record is queued just before the task leaves cgroup.procs) cannot count it
+// again.
 // Limits (by design):
-//   - a process that starts and exits between two scrapes of its cgroup is
-//     not counted (nothing tied it to the cgroup while it lived);
+//   - without a locator, a process that starts and exits between two scrapes
+//     of its cgroup is not counted (nothing tied it to the cgroup while it lived);
 //   - a process moved into a cgroup brings its lifetime totals with it;
 //   - max is the largest single delay of any process while tracked (a gauge
 //     that only goes up until the cgroup is forgotten).
@@ -24,7 +37,10 @@
 #include <sys/types.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -63,7 +79,33 @@ class DelayLedger {
     uint64_t exits_without_record = 0;  ///< vanished processes folded from last values
     uint64_t pid_reuse = 0;             ///< a tgid's totals went backwards: new process
     uint64_t tracked_processes = 0;     ///< now
+    uint64_t exits_located = 0;  ///< untracked processes folded via the ExitLocator
+    uint64_t exits_unlocated = 0;  ///< untracked exits dropped: no cgroup known in time
   };
+
+  /// The directory inode of the cgroup process `tgid` was in when it exited,
+  /// 0 if unknown (yet). `first`: called as the exit record arrives (later
+  /// calls are retries of an exit not placed yet). Called under the owner's lock.
+  using ExitLocator = std::function<uint64_t(uint32_t tgid, bool first)>;
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kMaxPendingExits = 4096;
+  static constexpr Clock::duration kPendingAge = std::chrono::seconds(10);
+  static constexpr size_t kMaxLocated = 8192;
+
+  void setExitLocator(ExitLocator f) { locate_ = std::move(f); }
+  /// A look at cgroup `key`'s members between scrapes (its cgroup.procs, no
+  /// queries): an exit of one of them that no scrape tracked is folded into
+  /// `key` (the fallback without a locator, and for tasks it does not know).
+  /// `round_start`: the first cgroup of a sampling round (the round before
+  /// the previous one is forgotten).
+  void sampleMembers(const std::string& key, std::span<const uint32_t> tgids,
+                     bool round_start);
+  /// The keys of the cgroups being scraped (for sampling).
+  std::vector<std::string> keys() const;
+  /// Retries exits that could not be placed yet; drops those older than
+  /// kPendingAge (`now` also stamps the exits that arrive until the next call).
+  void retryPending(Clock::time_point now);
+  size_t pendingExits() const { return pending_.size(); }
 
   /// Starts a scrape of cgroup `key` (directory inode `inode`; another inode
   /// under the same key starts over) whose cgroup.procs lists `tgids`.
@@ -101,8 +143,17 @@ class DelayLedger {
     uint32_t errors = 0;
   };
 
+  struct PendingExit {
+    uint32_t tgid = 0;
+    uint64_t inode = 0;  ///< 0: not located yet
+    Clock::time_point since{};
+    Proc fin;
+  };
+
   void fold(Cgroup& cg, const Proc& p);
   void drop(const std::string& key, Cgroup& cg);
+  /// Folds `pe` into the cgroup with its inode; false if none is tracked.
+  bool place(PendingExit& pe);
 
   std::unordered_map<std::string, Cgroup> cgroups_;
   /// tgid -> the key of the cgroup tracking it (points into cgroups_; entries
@@ -110,6 +161,14 @@ class DelayLedger {
   std::unordered_map<uint32_t, const std::string*> owner_;
   uint64_t scrape_seq_ = 0;
   Stats stats_;
+  ExitLocator locate_;
+  std::deque<PendingExit> pending_;
+  /// tgid -> cgroup inode from sampleMembers: this round and the previous one.
+  std::unordered_map<uint32_t, uint64_t> sampled_, sampled_prev_;
+  Clock::time_point now_{};
+  /// tgids folded via the locator: not tracked by the next scrape that still
+  /// lists them (then forgotten; cleared when it reaches kMaxLocated).
+  std::unordered_map<uint32_t, uint64_t> located_;
 };
 
 }  // namespace memcg::taskstats

@@ -257,7 +257,8 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
 
   // The report names sampled callers with /proc/kallsyms (root sees addresses),
   // and by default holds no raw kernel address.
-  const Kallsyms* syms = processKallsyms("/proc");
+  KallsymsOnce kallsyms;
+  const Kallsyms* syms = kallsyms.get("/proc/kallsyms");
   LockIds ids;
   nlohmann::json j = lockReport(l, syms, ids);
   const std::string dumped = j.dump();

@@ -19,12 +19,18 @@ class FakeResolver : public CgroupResolver {
     if (it == m_->end()) return std::nullopt;
     return it->second;
   }
-  uint64_t idOf(const std::string& path) override { return path.size(); }
+  // Distinct ids per path (cgroups are keyed by id): "/" 1, "/a" 2, "/b" 3,
+  // others 103, 104, ... in order of first sight.
+  uint64_t idOf(const std::string& path) override {
+    auto it = ids_.emplace(path, 100 + ids_.size()).first;
+    return it->second;
+  }
   std::string comm(int32_t tid) override { return "t" + std::to_string(tid); }
 
  private:
   std::map<int32_t, std::string>* m_;
   int* calls_;
+  std::map<std::string, uint64_t> ids_{{"/", 1}, {"/a", 2}, {"/b", 3}};
 };
 
 using memcg::testing::ev;
@@ -431,7 +437,7 @@ TEST_F(AggregatorTest, CgroupRmdirDropsTheSeries) {
   Event wrong_id = ev(EventType::kCgroupRmdir, 1, 3);
   wrong_id.dst_root = 4;
   wrong_id.dst_path = "/a";
-  wrong_id.dst_id = 999;  // the fake's id of "/a" is 2 (its length)
+  wrong_id.dst_id = 999;  // the fake's id of "/a" is 2
   apply({other, wrong_id});
   ASSERT_NE(find(agg_->snapshot(), "/a"), nullptr);
   Event rm = wrong_id;

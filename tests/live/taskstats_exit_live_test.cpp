@@ -1,0 +1,127 @@
+// Regression (issue 10): an exited task's delays were attributed only if some
+// scrape saw it alive. A child in a 64 MiB memcg streams a 256 MiB file and
+// exits; the cgroup is scraped only afterwards. Its reclaim delays
+// (taskstats freepages) must be attributed, and close to the number of memcg
+// reclaims the kernel traced for the cgroup (our Tracer, which is also the
+// independent count here). Twice: with the tracer as the collector's lookup
+// (256 MiB, well under a second, the cgroup never scraped before), and
+// without it, by the fallback (cgroup.procs sampled every second between
+// scrapes: a 1 GiB stream, ~2 s, in a cgroup scraped once before the task
+// started). Root, cgroup v1, TASKSTATS and
+// kernel.task_delayacct (switched on for the test and restored).
+#include <gtest/gtest.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "collectors/taskstats/cgroup_delays.h"
+#include "collectors/taskstats/delayacct_sysctl.h"
+#include "collectors/taskstats_locator.h"
+#include "tests/support/tracing_live_support.h"
+#include "tests/support/test_cgroup.h"
+
+namespace memcg::tracing::live {
+namespace {
+
+using taskstats::CgroupDelayAggregator;
+using taskstats::DelayClass;
+
+constexpr uint64_t kLimit = 64 * kMiB;
+constexpr uint64_t kFile = 256 * kMiB;
+
+class TaskstatsExitLive : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!skipReason.empty()) GTEST_SKIP() << skipReason;
+    if (auto r = test::v1SkipReason(); !r.empty()) GTEST_SKIP() << r;
+    if (!taskstats::TaskstatsClient::open().ok()) GTEST_SKIP() << "no TASKSTATS";
+    auto prev = taskstats::readTaskDelayacct();
+    if (!prev.ok()) GTEST_SKIP() << "no kernel.task_delayacct: " << prev.error().message();
+    prev_ = *prev;
+    ASSERT_TRUE(taskstats::writeTaskDelayacct(true).ok());
+    struct statfs fs {};
+    if (::statfs("/var/tmp", &fs) == 0 && fs.f_type == 0x01021994)
+      GTEST_SKIP() << "/var/tmp is tmpfs: no reclaim";
+  }
+  void TearDown() override {
+    if (prev_) (void)taskstats::writeTaskDelayacct(*prev_);
+  }
+
+  struct Result {
+    uint64_t delays = 0;  // taskstats freepages count attributed to the cgroup
+    uint64_t traced = 0;  // memcg reclaims the tracer saw for the cgroup
+    uint64_t located = 0;
+  };
+
+  Result run(bool with_tracer, int n, uint64_t file_bytes) {
+    Result r;
+    test::TestCgroupV1 cg(std::string("tracing_texit_") + (with_tracer ? "trace" : "proc"));
+    cg.write("memory.limit_in_bytes", std::to_string(kLimit));
+    auto tracer = Tracer::start(liveTracerOptions("texit", n));
+    EXPECT_TRUE(tracer.ok()) << (tracer.ok() ? "" : tracer.error().message());
+    if (!tracer.ok()) return r;
+    auto cgroups = readWholeFile("/proc/cgroups");
+    auto hid = cgroups.ok() ? parseMemoryHierarchyId(*cgroups) : std::nullopt;
+    EXPECT_TRUE(hid.has_value());
+    auto ids = std::make_shared<ProcCgroupResolver>("/proc", *hid, kMemcgRoot);
+    CgroupDelayAggregator::Options opts;
+    opts.locate_exit = memcg::taskstatsExitLocator(with_tracer ? tracer->get() : nullptr, ids);
+    // With the tracer: it alone. Without: sampling, every 250 ms here so that
+    // the ~1 s task is sampled for sure (the collector samples every second).
+    opts.sample_members = std::chrono::milliseconds(with_tracer ? 0 : 250);
+    auto agg = CgroupDelayAggregator::create(std::move(opts));
+    EXPECT_TRUE(agg.ok());
+    if (!agg.ok()) return r;
+
+    test::WorkloadFile file(file_bytes);
+    file.dropCache();
+    if (!with_tracer) {
+      // Scraped once before the task starts (the cgroup existed before).
+      auto before = (*agg)->collect(cg.path());
+      EXPECT_TRUE(before.ok());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(cg.streamFile(file.path()), 0);  // no scrape while it lives
+    // The reader runs a poll behind; the listener thread places the exit.
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    auto d = (*agg)->collect(cg.path());  // the first scrape: after the exit
+    EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message());
+    if (d.ok()) r.delays = (*d)[DelayClass::kFreepages].count;
+    r.located = (*agg)->stats().exits_located;
+    for (const auto& c : (*tracer)->snapshot().cgroups) {
+      if (c.path == cg.label()) r.traced = c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
+    }
+    std::printf(
+        "[ live ] %s: task ran %.2f s, no scrape; freepages delays attributed %lu, memcg "
+        "reclaims traced %lu, exits located %lu\n",
+        with_tracer ? "tracer lookup" : "sampling fallback",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - 0.8,
+        static_cast<unsigned long>(r.delays), static_cast<unsigned long>(r.traced),
+        static_cast<unsigned long>(r.located));
+    return r;
+  }
+
+  static void expectClose(const Result& r) {
+    ASSERT_GT(r.traced, 20u) << "the workload did not reclaim";
+    EXPECT_GT(r.delays, 0u);
+    EXPECT_GE(r.located, 1u);
+    // One freepages delay per memcg reclaim call (try_to_free_mem_cgroup_pages);
+    // direct reclaim would add more, so allow 10% either way.
+    EXPECT_GE(static_cast<double>(r.delays), 0.9 * static_cast<double>(r.traced));
+    EXPECT_LE(static_cast<double>(r.delays), 1.1 * static_cast<double>(r.traced) + 2);
+  }
+
+  std::optional<bool> prev_;
+};
+
+TEST_F(TaskstatsExitLive, ShortTaskWithTracerLookup) { expectClose(run(true, 1, kFile)); }
+
+TEST_F(TaskstatsExitLive, TaskWithoutTracingBySampling) {
+  expectClose(run(false, 2, 4 * kFile));
+}
+
+}  // namespace
+}  // namespace memcg::tracing::live

@@ -68,8 +68,13 @@ App::App(const Options& opts) : opts_(opts) {
   }
 
   buildRoutes();
-  server_ = std::make_unique<HttpServer>(
-      HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
+  HttpServerOptions web;
+  web.listenAddress = opts_.listenAddress;
+  web.threads = opts_.webThreads;
+  web.gzipLevel = opts_.gzipLevel;
+  web.readTimeoutMs = opts_.webReadTimeoutSeconds * 1000;
+  web.maxConnections = opts_.webMaxConnections;
+  server_ = std::make_unique<HttpServer>(web, routes_);
   log::info("listening", "address=" + opts_.listenAddress +
                              " port=" + std::to_string(server_->port()) +
                              " telemetry_path=" + opts_.telemetryPath);

@@ -31,6 +31,18 @@ FlagList flagTable(Options& o) {
       {"web.threads", "HTTP worker threads.", false,
        [&o](const std::string& v) { o.webThreads = parseFlagInt("web.threads", v, 1, 64); },
        "4"},
+      {"web.read-timeout",
+       "Seconds a client has to send a request's head, and again its body (then 408).", false,
+       [&o](const std::string& v) {
+         o.webReadTimeoutSeconds = parseFlagInt("web.read-timeout", v, 1, 600);
+       },
+       "10"},
+      {"web.max-connections",
+       "Open HTTP connections at most; more are answered 503 and closed.", false,
+       [&o](const std::string& v) {
+         o.webMaxConnections = parseFlagInt("web.max-connections", v, 16, 65536);
+       },
+       "4096"},
   };
   auto append = [&f](FlagList more) {
     for (auto& x : more) f.push_back(std::move(x));

@@ -25,6 +25,8 @@ struct Options {
   std::string telemetryPath = "/metrics";
   int gzipLevel = 1;
   int webThreads = 4;
+  int webReadTimeoutSeconds = 10;
+  int webMaxConnections = 4096;
   std::string logLevel = "info";
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options

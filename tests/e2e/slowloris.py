@@ -13,6 +13,7 @@ ap.add_argument("--scrapes", type=int, default=5)
 ap.add_argument("--max-ms", type=float, default=1000)
 ap.add_argument("--idle", action="store_true")
 ap.add_argument("--path", default="/metrics")
+ap.add_argument("--pid", type=int, default=0, help="print this process' RSS while the connections are open")
 a = ap.parse_args()
 
 socks = []
@@ -69,7 +70,12 @@ for i in range(a.scrapes):
     if good and ms <= a.max_ms:
         ok += 1
     time.sleep(0.2)
-print("connected=%d scrapes_ok=%d of %d max_ms=%.0f" % (connected, ok, a.scrapes, worst))
+rss = ""
+if a.pid:
+    for l in open("/proc/%d/status" % a.pid):
+        if l.startswith("VmRSS:"):
+            rss = " rss_kib=%s" % l.split()[1]
+print("connected=%d scrapes_ok=%d of %d max_ms=%.0f%s" % (connected, ok, a.scrapes, worst, rss))
 for s in socks:
     s.close()
 sys.exit(0 if ok == a.scrapes else 1)

@@ -291,7 +291,8 @@ FlagList memoryStatFlags(MemoryStatOptions& o) {
   return {{"collector.memory_stat.fields",
            "Regex of memory.stat keys to export (whole match; default: a set chosen for reclaim "
            "analysis, see README).",
-           false, [&o](const std::string& v) { o.fields = v; }, ""}};
+           false, [&o](const std::string& v) { o.fields = checkFlagRegex("collector.memory_stat.fields", v); },
+           ""}};
 }
 
 std::unique_ptr<Collector> makeMemoryStatCollector(const MemoryStatOptions& o) {

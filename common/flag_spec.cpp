@@ -1,5 +1,6 @@
 #include "common/flag_spec.h"
 
+#include <regex>
 #include <stdexcept>
 
 #include "common/parse.h"
@@ -14,6 +15,16 @@ int parseFlagInt(const std::string& flag, const std::string& v, int lo, int hi) 
                                 ", got \"" + v + "\"");
   }
   return static_cast<int>(*n);
+}
+
+const std::string& checkFlagRegex(const std::string& flag, const std::string& v) {
+  try {
+    std::regex re(v, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("--" + flag + " is not a valid regex \"" + v + "\": " +
+                                e.what());
+  }
+  return v;
 }
 
 FlagSpec switchFlag(std::string name, std::string help, bool& target) {

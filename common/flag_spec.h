@@ -28,6 +28,11 @@ using FlagList = std::vector<FlagSpec>;
 /// A whole number in [lo, hi] for --`flag`; throws std::invalid_argument.
 int parseFlagInt(const std::string& flag, const std::string& value, int lo, int hi);
 
+/// `value` if it is a valid ECMAScript regex (the flavour every regex flag
+/// uses); throws std::invalid_argument naming --`flag` otherwise, so a bad
+/// pattern is a bad flag (exit 2), not a failure at start-up.
+const std::string& checkFlagRegex(const std::string& flag, const std::string& value);
+
 /// A switch bound to `target`.
 FlagSpec switchFlag(std::string name, std::string help, bool& target);
 

@@ -18,7 +18,7 @@ FlagList controllerFlags(ControllerOptions& o) {
       {"controller.allow",
        "Regex of cgroup labels the controller may write to (whole match; the root "
        "never).",
-       false, [&o](const std::string& v) { o.allow = v; }, ""},
+       false, [&o](const std::string& v) { o.allow = checkFlagRegex("controller.allow", v); }, ""},
       {"controller.token-file",
        "File whose first line is the bearer token the controller API requires.", false,
        [&o](const std::string& v) { o.tokenFile = v; }, ""},
@@ -32,7 +32,13 @@ FlagList controllerFlags(ControllerOptions& o) {
        "Policy of the controller's threads: other, batch or idle (each limit nudge "
        "itself "
        "always runs as SCHED_OTHER).",
-       false, [&o](const std::string& v) { o.schedPolicy = v; }, "other"},
+       false, [&o](const std::string& v) {
+         if (v != "other" && v != "batch" && v != "idle") {
+           throw std::invalid_argument(
+               "--controller.sched-policy must be other, batch or idle, got \"" + v + "\"");
+         }
+         o.schedPolicy = v;
+       }, "other"},
       {"controller.poll-interval-ms",
        "Fallback polling period of the controller's waiter, ms (the v1 threshold eventfd "
        "and "

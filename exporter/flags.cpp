@@ -1,7 +1,5 @@
 #include "exporter/flags.h"
 
-#include <civetweb.h>
-
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -171,17 +169,8 @@ std::string civetListeningPort(const std::string& addr) {
     throw std::invalid_argument("--web.listen-address has a bad port: \"" + addr + "\"");
   }
   if (host.empty()) return port;
-  if (host.front() == '[' && host.back() == ']') {
-    // Debian 12's libcivetweb is built without USE_IPV6 (mg_check_feature(8)
-    // is 0): it cannot bind an IPv6 address, so say so instead of civetweb's
-    // "null context" at start-up.
-    if (mg_check_feature(8) == 0) {
-      throw std::invalid_argument("--web.listen-address " + addr +
-                                  ": this civetweb has no IPv6 support (Debian 12's is "
-                                  "built without it); listen on an IPv4 address");
-    }
-    return host + ":" + port;
-  }
+  // The server (http_server.h) binds IPv6 itself.
+  if (host.front() == '[' && host.back() == ']') return host + ":" + port;
   if (host.find(':') != std::string::npos) {
     throw std::invalid_argument("--web.listen-address: write IPv6 hosts in brackets, e.g. [::1]:9712");
   }

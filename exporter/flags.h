@@ -46,7 +46,8 @@ Options parseFlags(int argc, const char* const* argv);
 std::string usage();
 
 /// ":9712" -> "9712" (all interfaces), "127.0.0.1:9712", "[::1]:9712" as they
-/// are: civetweb's listening_ports syntax. Throws std::invalid_argument.
+/// are (the syntax http_server.h binds; the name is
+/// from when civetweb served). Throws std::invalid_argument.
 std::string civetListeningPort(const std::string& listenAddress);
 
 }  // namespace memcg

@@ -74,6 +74,10 @@ App::App(const Options& opts) : opts_(opts) {
   web.gzipLevel = opts_.gzipLevel;
   web.readTimeoutMs = opts_.webReadTimeoutSeconds * 1000;
   web.maxConnections = opts_.webMaxConnections;
+  if (!opts_.webConfigFile.empty()) {
+    webAuth_ = std::make_unique<WebAuth>(opts_.webConfigFile);
+    web.authorize = [auth = webAuth_.get()](const http::Request& r) { return auth->allowed(r); };
+  }
   server_ = std::make_unique<HttpServer>(web, routes_);
   log::info("listening", "address=" + opts_.listenAddress +
                              " port=" + std::to_string(server_->port()) +

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "controller/options.h"
+#include "exporter/web_config.h"
 
 namespace memcg {
 namespace {
@@ -43,6 +44,16 @@ FlagList flagTable(Options& o) {
          o.webMaxConnections = parseFlagInt("web.max-connections", v, 16, 65536);
        },
        "4096"},
+      {"web.config.file",
+       "Web configuration file (exporter-toolkit format): basic_auth_users with bcrypt hashes.",
+       false,
+       [&o](const std::string& v) {
+         if (auto c = loadWebConfig(v); !c) {
+           throw std::invalid_argument("--web.config.file: " + c.error().message());
+         }
+         o.webConfigFile = v;
+       },
+       ""},
   };
   auto append = [&f](FlagList more) {
     for (auto& x : more) f.push_back(std::move(x));

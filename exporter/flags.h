@@ -27,6 +27,7 @@ struct Options {
   int webThreads = 4;
   int webReadTimeoutSeconds = 10;
   int webMaxConnections = 4096;
+  std::string webConfigFile;  ///< --web.config.file (web_config.h); empty: open
   std::string logLevel = "info";
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options

@@ -510,9 +510,15 @@ struct HttpServer::Impl {
     resp.contentType = "application/json";
     resp.compressible = false;
     resp.body.clear();  // keeps its capacity for the next scrape
+    std::string_view extra;
     if (nowMs() - job.enqueued > opts.queueWaitMs) {
       http::replyError(resp, 503, "too many requests at once, retry later");
       c.keepAlive = false;
+    } else if (opts.authorize && !opts.authorize(c.req)) {
+      resp.status = 401;
+      resp.contentType = "text/plain; charset=utf-8";
+      resp.body = "401 Unauthorized\n";
+      extra = "WWW-Authenticate: Basic realm=\"memcg_exporter\"\r\n";
     } else {
       http::dispatch(routes, c.req, resp);
     }
@@ -528,7 +534,7 @@ struct HttpServer::Impl {
            writeAll(c.fd, b->gz, deadline);
     } else {
       ok = writeAll(c.fd, responseHead(resp.status, resp.contentType, resp.body.size(),
-                                       c.keepAlive),
+                                       c.keepAlive, extra),
                     deadline) &&
            writeAll(c.fd, resp.body, deadline);
     }

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,9 @@ struct HttpServerOptions {
   int writeTimeoutMs = 30000;       ///< a client that stops reading the answer
   int maxConnections = 4096;
   int queueWaitMs = 2000;  ///< a complete request waits this long for a worker
+  /// If set, a request it refuses is answered 401 with a Basic challenge
+  /// (--web.config.file's basic_auth_users, web_config.h). Runs on a worker.
+  std::function<bool(const http::Request&)> authorize;
 };
 
 class HttpServer {

@@ -75,8 +75,17 @@ App::App(const Options& opts) : opts_(opts) {
   walker_ = std::make_unique<DiscoveryWalker>(*discovery_);
 
   buildRoutes();
-  server_ = std::make_unique<HttpServer>(
-      HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
+  HttpServerOptions web;
+  web.listenAddress = opts_.listenAddress;
+  web.threads = opts_.webThreads;
+  web.gzipLevel = opts_.gzipLevel;
+  web.readTimeoutMs = opts_.webReadTimeoutSeconds * 1000;
+  web.maxConnections = opts_.webMaxConnections;
+  if (!opts_.webConfigFile.empty()) {
+    webAuth_ = std::make_unique<WebAuth>(opts_.webConfigFile);
+    web.authorize = [auth = webAuth_.get()](const http::Request& r) { return auth->allowed(r); };
+  }
+  server_ = std::make_unique<HttpServer>(web, routes_);
   log::info("listening", "address=" + opts_.listenAddress +
                              " port=" + std::to_string(server_->port()) +
                              " telemetry_path=" + opts_.telemetryPath);

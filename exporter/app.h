@@ -29,6 +29,7 @@
 #include "exporter/http_server.h"
 #include "exporter/routes.h"
 #include "exporter/scraper.h"
+#include "exporter/web_config.h"
 
 namespace memcg {
 
@@ -67,6 +68,7 @@ class App {
   std::unique_ptr<controller::ControllerApi> controllerApi_;
   std::unique_ptr<Scraper> scraper_;
   http::Routes routes_;
+  std::unique_ptr<WebAuth> webAuth_;  ///< --web.config.file; before the server
   std::unique_ptr<HttpServer> server_;
 };
 

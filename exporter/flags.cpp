@@ -1,7 +1,5 @@
 #include "exporter/flags.h"
 
-#include <civetweb.h>
-
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -9,6 +7,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "controller/options.h"
+#include "exporter/web_config.h"
 
 namespace memcg {
 namespace {
@@ -33,6 +32,28 @@ FlagList flagTable(Options& o) {
       {"web.threads", "HTTP worker threads.", false,
        [&o](const std::string& v) { o.webThreads = parseFlagInt("web.threads", v, 1, 64); },
        "4"},
+      {"web.read-timeout",
+       "Seconds a client has to send a request's head, and again its body (then 408).", false,
+       [&o](const std::string& v) {
+         o.webReadTimeoutSeconds = parseFlagInt("web.read-timeout", v, 1, 600);
+       },
+       "10"},
+      {"web.max-connections",
+       "Open HTTP connections at most; more are answered 503 and closed.", false,
+       [&o](const std::string& v) {
+         o.webMaxConnections = parseFlagInt("web.max-connections", v, 16, 65536);
+       },
+       "4096"},
+      {"web.config.file",
+       "Web configuration file (exporter-toolkit format): basic_auth_users with bcrypt hashes.",
+       false,
+       [&o](const std::string& v) {
+         if (auto c = loadWebConfig(v); !c) {
+           throw std::invalid_argument("--web.config.file: " + c.error().message());
+         }
+         o.webConfigFile = v;
+       },
+       ""},
   };
   auto append = [&f](FlagList more) {
     for (auto& x : more) f.push_back(std::move(x));
@@ -159,17 +180,8 @@ std::string civetListeningPort(const std::string& addr) {
     throw std::invalid_argument("--web.listen-address has a bad port: \"" + addr + "\"");
   }
   if (host.empty()) return port;
-  if (host.front() == '[' && host.back() == ']') {
-    // Debian 12's libcivetweb is built without USE_IPV6 (mg_check_feature(8)
-    // is 0): it cannot bind an IPv6 address, so say so instead of civetweb's
-    // "null context" at start-up.
-    if (mg_check_feature(8) == 0) {
-      throw std::invalid_argument("--web.listen-address " + addr +
-                                  ": this civetweb has no IPv6 support (Debian 12's is "
-                                  "built without it); listen on an IPv4 address");
-    }
-    return host + ":" + port;
-  }
+  // The server (http_server.h) binds IPv6 itself.
+  if (host.front() == '[' && host.back() == ']') return host + ":" + port;
   if (host.find(':') != std::string::npos) {
     throw std::invalid_argument("--web.listen-address: write IPv6 hosts in brackets, e.g. [::1]:9712");
   }

@@ -25,6 +25,9 @@ struct Options {
   std::string telemetryPath = "/metrics";
   int gzipLevel = 1;
   int webThreads = 4;
+  int webReadTimeoutSeconds = 10;
+  int webMaxConnections = 4096;
+  std::string webConfigFile;  ///< --web.config.file (web_config.h); empty: open
   std::string logLevel = "info";
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options
@@ -44,7 +47,8 @@ Options parseFlags(int argc, const char* const* argv);
 std::string usage();
 
 /// ":9712" -> "9712" (all interfaces), "127.0.0.1:9712", "[::1]:9712" as they
-/// are: civetweb's listening_ports syntax. Throws std::invalid_argument.
+/// are (the syntax http_server.h binds; the name is
+/// from when civetweb served). Throws std::invalid_argument.
 std::string civetListeningPort(const std::string& listenAddress);
 
 }  // namespace memcg

@@ -1,102 +1,590 @@
 #include "exporter/http_server.h"
 
-#include <CivetServer.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
-#include "exporter/flags.h"
+#include "common/log.h"
+#include "common/parse.h"
 
 namespace memcg {
 namespace {
 
-void reply(mg_connection* conn, int status, std::string_view contentType, std::string_view body,
-           std::string_view extraHeaders = {}) {
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// %xx-decodes a path ('+' stays '+': it is only a space in queries).
+std::string decodePath(std::string_view p) {
+  std::string out;
+  out.reserve(p.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '%' && i + 2 < p.size() && hexDigit(p[i + 1]) >= 0 &&
+        hexDigit(p[i + 2]) >= 0) {
+      out += static_cast<char>(hexDigit(p[i + 1]) * 16 + hexDigit(p[i + 2]));
+      i += 2;
+    } else {
+      out += p[i];
+    }
+  }
+  return out;
+}
+
+std::string responseHead(int status, std::string_view contentType, size_t length,
+                         bool keepAlive, std::string_view extraHeaders = {}) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + " ";
   head += http::statusText(status);
   head += "\r\nContent-Type: ";
   head += contentType;
-  head += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  head += "\r\nContent-Length: " + std::to_string(length) + "\r\n";
+  if (!keepAlive) head += "Connection: close\r\n";
   head += extraHeaders;
   head += "\r\n";
-  mg_write(conn, head.data(), head.size());
-  mg_write(conn, body.data(), body.size());
+  return head;
 }
 
-bool acceptsGzip(mg_connection* conn) {
-  const char* ae = mg_get_header(conn, "Accept-Encoding");
-  return ae && std::strstr(ae, "gzip") != nullptr;
+/// Writes all of `data` to a non-blocking socket, waiting for it to drain
+/// until `deadline`. False on an error or the deadline.
+bool writeAll(int fd, std::string_view data, int64_t deadline) {
+  while (!data.empty()) {
+    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int64_t left = deadline - nowMs();
+      if (left <= 0) return false;
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
 }
+
+/// One error answer, written without waiting (the front thread never
+/// blocks); the connection is closed after it.
+void sendErrorNow(int fd, int status, std::string_view why) {
+  std::string body = std::string(why) + "\n";
+  std::string msg = responseHead(status, "text/plain; charset=utf-8", body.size(), false) + body;
+  (void)::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+enum class Stage { kIdle, kHead, kBody };
 
 }  // namespace
 
-// One civetweb handler for every path: request in, route table, bytes out.
-struct HttpServer::Transport : public CivetHandler {
-  struct Buffers {
+struct HttpServer::Impl {
+  struct Conn {
+    int fd = -1;
+    std::string in;  ///< bytes read, not yet consumed by a request
+    Stage stage = Stage::kIdle;
+    int64_t deadline = 0;
+    size_t headEnd = 0;  ///< offset just past "\r\n\r\n"
+    size_t bodyLen = 0;
+    bool keepAlive = true;
+    bool eof = false;  ///< the client shut its side after sending
     http::Request req;
+  };
+  struct Job {
+    std::unique_ptr<Conn> conn;
+    int64_t enqueued = 0;
+  };
+  struct Buffers {
     http::Response resp;
     std::string gz;
   };
 
-  Transport(const http::Routes& r, int level) : routes(r), gzipLevel(level) {}
+  Impl(const HttpServerOptions& o, const http::Routes& r) : opts(o), routes(r) {}
 
-  bool handleGet(CivetServer*, mg_connection* conn) override { return serve(conn); }
-  bool handlePost(CivetServer*, mg_connection* conn) override { return serve(conn); }
+  // --- set-up and tear-down ------------------------------------------------
+  void bind() {
+    const std::string& addr = opts.listenAddress;
+    auto colon = addr.rfind(':');
+    if (colon == std::string::npos) throw std::runtime_error("bad listen address " + addr);
+    std::string host = addr.substr(0, colon);
+    std::string port = addr.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    hints.ai_family = host.empty() ? AF_INET6 : AF_UNSPEC;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0 && host.empty()) {  // no IPv6: all IPv4 interfaces
+      hints.ai_family = AF_INET;
+      rc = ::getaddrinfo(nullptr, port.c_str(), &hints, &res);
+    }
+    if (rc != 0) throw std::runtime_error(std::string("cannot resolve: ") + gai_strerror(rc));
+    int err = 0;
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        err = errno;
+        continue;
+      }
+      int one = 1, zero = 0;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (a->ai_family == AF_INET6 && host.empty())
+        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0) {
+        listenFd = fd;
+        break;
+      }
+      err = errno;
+      ::close(fd);
+    }
+    ::freeaddrinfo(res);
+    if (listenFd < 0) throw std::runtime_error(std::strerror(err));
+  }
 
-  bool serve(mg_connection* conn) {
+  void start() {
+    bind();
+    epollFd = ::epoll_create1(EPOLL_CLOEXEC);
+    wakeFd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epollFd < 0 || wakeFd < 0) throw std::runtime_error("epoll: " + std::string(strerror(errno)));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = listenFd;
+    ::epoll_ctl(epollFd, EPOLL_CTL_ADD, listenFd, &ev);
+    ev.data.fd = wakeFd;
+    ::epoll_ctl(epollFd, EPOLL_CTL_ADD, wakeFd, &ev);
+    front = std::thread([this] { frontLoop(); });
+    for (int i = 0; i < std::max(1, opts.threads); ++i)
+      workers.emplace_back([this] { workerLoop(); });
+  }
+
+  void stop() {
+    stopping = true;
+    wake();
+    if (front.joinable()) front.join();
+    {
+      std::lock_guard<std::mutex> g(qmu);
+      qcv.notify_all();
+    }
+    for (auto& w : workers) w.join();
+    for (auto& j : queue) ::close(j.conn->fd);
+    queue.clear();
+    for (auto& c : returned) ::close(c->fd);
+    returned.clear();
+    for (auto& [fd, c] : conns) ::close(fd);
+    conns.clear();
+    if (listenFd >= 0) ::close(listenFd);
+    if (epollFd >= 0) ::close(epollFd);
+    if (wakeFd >= 0) ::close(wakeFd);
+  }
+
+  void wake() {
+    uint64_t one = 1;
+    (void)!::write(wakeFd, &one, sizeof one);
+  }
+
+  // --- the front thread: accept, read, bound, hand off --------------------
+  void frontLoop() {
+    std::vector<epoll_event> events(256);
+    int64_t nextSweep = nowMs() + 100;
+    while (!stopping) {
+      int n = ::epoll_wait(epollFd, events.data(), static_cast<int>(events.size()), 100);
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        if (fd == listenFd) {
+          acceptAll();
+        } else if (fd == wakeFd) {
+          uint64_t v;
+          (void)!::read(wakeFd, &v, sizeof v);
+          takeReturned();
+        } else {
+          readable(fd);
+        }
+      }
+      int64_t now = nowMs();
+      if (now >= nextSweep) {
+        sweep(now);
+        nextSweep = now + 100;
+      }
+    }
+  }
+
+  void acceptAll() {
+    for (;;) {
+      int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EMFILE || errno == ENFILE) {
+          log::warn("HTTP accept failed", "err=" + log::quote(std::strerror(errno)));
+        }
+        return;
+      }
+      if (open.load() >= opts.maxConnections) {
+        ++refusedConnections;
+        sendErrorNow(fd, 503, "too many connections");
+        ::close(fd);
+        continue;
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      c->stage = Stage::kHead;
+      c->deadline = nowMs() + opts.readTimeoutMs;
+      ++open;
+      watch(std::move(c));
+    }
+  }
+
+  /// Puts a connection (new or back from a worker) under the front's care.
+  void watch(std::unique_ptr<Conn> c) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = c->fd;
+    int fd = c->fd;
+    if (::epoll_ctl(epollFd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      drop(std::move(c));
+      return;
+    }
+    Conn& ref = *c;
+    conns[fd] = std::move(c);
+    if (!ref.in.empty()) advance(ref);  // a pipelined request already read
+  }
+
+  void takeReturned() {
+    std::vector<std::unique_ptr<Conn>> back;
+    {
+      std::lock_guard<std::mutex> g(rmu);
+      back.swap(returned);
+    }
+    for (auto& c : back) watch(std::move(c));
+  }
+
+  void close(int fd) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    ::epoll_ctl(epollFd, EPOLL_CTL_DEL, fd, nullptr);
+    drop(std::move(it->second));
+    conns.erase(it);
+  }
+
+  void drop(std::unique_ptr<Conn> c) {
+    ::close(c->fd);
+    --open;
+  }
+
+  void fail(Conn& c, int status, std::string_view why) {
+    sendErrorNow(c.fd, status, why);
+    close(c.fd);
+  }
+
+  void readable(int fd) {
+    auto it = conns.find(fd);
+    if (it == conns.end()) return;
+    Conn& c = *it->second;
+    char buf[16384];
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        if (c.stage == Stage::kIdle) {
+          c.stage = Stage::kHead;
+          c.deadline = nowMs() + opts.readTimeoutMs;
+        }
+        c.in.append(buf, static_cast<size_t>(n));
+        // Never hold more than one request's worth.
+        if (c.in.size() > opts.maxHeadBytes + http::kMaxBodyBytes) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n == 0 && !c.in.empty()) {  // half-closed after a request: answer it
+        c.eof = true;
+        advance(c);
+        if (conns.count(fd)) close(fd);
+        return;
+      }
+      close(fd);  // EOF or error
+      return;
+    }
+    advance(c);
+  }
+
+  /// Moves a connection on as far as its bytes allow: head parsed, body
+  /// complete, handed to a worker, or refused.
+  void advance(Conn& c) {
+    if (c.stage == Stage::kIdle && !c.in.empty()) {
+      c.stage = Stage::kHead;
+      c.deadline = nowMs() + opts.readTimeoutMs;
+    }
+    if (c.stage == Stage::kHead) {
+      size_t end = c.in.find("\r\n\r\n");
+      if (end == std::string::npos) {
+        if (c.in.size() > opts.maxHeadBytes)
+          return fail(c, 431, "request line and headers too large");
+        return;
+      }
+      if (end + 4 > opts.maxHeadBytes) return fail(c, 431, "request line and headers too large");
+      c.headEnd = end + 4;
+      std::string why;
+      int status = parseHead(c, std::string_view(c.in).substr(0, end), why);
+      if (status != 0) return fail(c, status, why);
+      if (c.bodyLen > http::kMaxBodyBytes) return fail(c, 413, "body too large");
+      c.stage = Stage::kBody;
+      c.deadline = nowMs() + opts.readTimeoutMs;
+      if (c.bodyLen > 0 && iequals(c.req.header("Expect"), "100-continue")) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        (void)::send(c.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+    }
+    if (c.stage == Stage::kBody) {
+      if (c.in.size() < c.headEnd + c.bodyLen) return;
+      c.req.body.assign(c.in, c.headEnd, c.bodyLen);
+      c.in.erase(0, c.headEnd + c.bodyLen);
+      c.stage = Stage::kIdle;
+      if (c.eof) c.keepAlive = false;
+      handOff(c.fd);
+    }
+  }
+
+  /// Fills c.req from the head (without the blank line). 0, or the status
+  /// to refuse it with.
+  int parseHead(Conn& c, std::string_view head, std::string& why) {
+    http::Request& r = c.req;
+    r.headers.clear();
+    r.body.clear();
+    size_t eol = head.find("\r\n");
+    std::string_view line = head.substr(0, eol);
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+      why = "malformed request line";
+      return 400;
+    }
+    std::string_view method = line.substr(0, sp1);
+    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    std::string_view version = line.substr(sp2 + 1);
+    for (char ch : method) {
+      if (ch < 'A' || ch > 'Z') {
+        why = "malformed method";
+        return 400;
+      }
+    }
+    if (method.empty() || target.empty() || target.front() != '/' ||
+        (version != "HTTP/1.1" && version != "HTTP/1.0")) {
+      why = "malformed request line";
+      return 400;
+    }
+    r.method = std::string(method);
+    size_t q = target.find('?');
+    r.path = decodePath(target.substr(0, q));
+    r.query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+    std::string_view rest = eol == std::string_view::npos ? std::string_view{} : head.substr(eol + 2);
+    while (!rest.empty()) {
+      size_t e = rest.find("\r\n");
+      std::string_view h = rest.substr(0, e);
+      rest = e == std::string_view::npos ? std::string_view{} : rest.substr(e + 2);
+      size_t colon = h.find(':');
+      if (colon == std::string_view::npos || colon == 0 || h.front() == ' ' || h.front() == '\t') {
+        why = "malformed header";
+        return 400;
+      }
+      r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(trim(h.substr(colon + 1))));
+      if (r.headers.size() > 100) {
+        why = "too many headers";
+        return 431;
+      }
+    }
+    if (!r.header("Transfer-Encoding").empty()) {
+      why = "chunked bodies are not accepted, send Content-Length";
+      return 411;
+    }
+    c.bodyLen = 0;
+    std::string cl = r.header("Content-Length");
+    if (!cl.empty()) {
+      auto v = parseU64(cl);
+      if (!v) {
+        why = "bad Content-Length";
+        return 400;
+      }
+      c.bodyLen = *v > http::kMaxBodyBytes + 1 ? http::kMaxBodyBytes + 1 : *v;
+    }
+    std::string conn = r.header("Connection");
+    c.keepAlive = version == "HTTP/1.1" ? !iequals(conn, "close") : iequals(conn, "keep-alive");
+    return 0;
+  }
+
+  void handOff(int fd) {
+    auto it = conns.find(fd);
+    std::unique_ptr<Conn> c = std::move(it->second);
+    conns.erase(it);
+    ::epoll_ctl(epollFd, EPOLL_CTL_DEL, fd, nullptr);
+    std::lock_guard<std::mutex> g(qmu);
+    if (queue.size() >= kMaxQueued) {
+      sendErrorNow(fd, 503, "too many requests at once");
+      drop(std::move(c));
+      return;
+    }
+    queue.push_back({std::move(c), nowMs()});
+    qcv.notify_one();
+  }
+
+  void sweep(int64_t now) {
+    std::vector<std::pair<int, Stage>> expired;
+    for (auto& [fd, c] : conns) {
+      if (c->stage == Stage::kIdle && c->in.empty()) {
+        if (now >= c->deadline) expired.emplace_back(fd, c->stage);
+      } else if (now >= c->deadline) {
+        expired.emplace_back(fd, c->stage);
+      }
+    }
+    for (auto [fd, stage] : expired) {
+      if (stage == Stage::kIdle) {
+        close(fd);
+      } else {
+        auto it = conns.find(fd);
+        fail(*it->second, 408, stage == Stage::kHead ? "request head not received in time"
+                                                     : "request body not received in time");
+      }
+    }
+  }
+
+  // --- workers: one complete request each ----------------------------------
+  void workerLoop() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> g(qmu);
+        qcv.wait(g, [this] { return stopping || !queue.empty(); });
+        if (stopping) return;
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      serve(job);
+    }
+  }
+
+  void serve(Job& job) {
+    Conn& c = *job.conn;
     auto b = acquire();
-    const mg_request_info* ri = mg_get_request_info(conn);
-    http::Request& req = b->req;
-    req.method = ri->request_method ? ri->request_method : "GET";
-    req.path = ri->local_uri ? ri->local_uri : "/";
-    req.query = ri->query_string ? ri->query_string : "";
-    req.headers.clear();
-    for (int i = 0; i < ri->num_headers; ++i) {
-      req.headers.emplace_back(ri->http_headers[i].name ? ri->http_headers[i].name : "",
-                               ri->http_headers[i].value ? ri->http_headers[i].value : "");
-    }
-    // Read at most one byte past the limit: dispatch() refuses the rest.
-    req.body.clear();
-    char buf[4096];
-    int n;
-    while (req.body.size() <= http::kMaxBodyBytes && (n = mg_read(conn, buf, sizeof buf)) > 0) {
-      req.body.append(buf, static_cast<size_t>(n));
-    }
     http::Response& resp = b->resp;
     resp.status = 200;
     resp.contentType = "application/json";
     resp.compressible = false;
     resp.body.clear();  // keeps its capacity for the next scrape
-    http::dispatch(routes, req, resp);
-    if (resp.compressible && acceptsGzip(conn) && gzipCompress(resp.body, gzipLevel, b->gz)) {
-      reply(conn, resp.status, resp.contentType, b->gz,
-            "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+    std::string_view extra;
+    if (nowMs() - job.enqueued > opts.queueWaitMs) {
+      http::replyError(resp, 503, "too many requests at once, retry later");
+      c.keepAlive = false;
+    } else if (opts.authorize && !opts.authorize(c.req)) {
+      resp.status = 401;
+      resp.contentType = "text/plain; charset=utf-8";
+      resp.body = "401 Unauthorized\n";
+      extra = "WWW-Authenticate: Basic realm=\"memcg_exporter\"\r\n";
     } else {
-      reply(conn, resp.status, resp.contentType, resp.body);
+      http::dispatch(routes, c.req, resp);
+    }
+    int64_t deadline = nowMs() + opts.writeTimeoutMs;
+    bool ok;
+    const std::string& ae = c.req.header("Accept-Encoding");
+    if (resp.compressible && ae.find("gzip") != std::string::npos &&
+        gzipCompress(resp.body, opts.gzipLevel, b->gz)) {
+      ok = writeAll(c.fd,
+                    responseHead(resp.status, resp.contentType, b->gz.size(), c.keepAlive,
+                                 "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"),
+                    deadline) &&
+           writeAll(c.fd, b->gz, deadline);
+    } else {
+      ok = writeAll(c.fd, responseHead(resp.status, resp.contentType, resp.body.size(),
+                                       c.keepAlive, extra),
+                    deadline) &&
+           writeAll(c.fd, resp.body, deadline);
     }
     release(std::move(b));
-    return true;
+    if (!ok || !c.keepAlive || stopping) {
+      drop(std::move(job.conn));
+      return;
+    }
+    c.stage = Stage::kIdle;
+    c.deadline = nowMs() + opts.idleTimeoutMs;
+    c.req = http::Request{};
+    {
+      std::lock_guard<std::mutex> g(rmu);
+      returned.push_back(std::move(job.conn));
+    }
+    wake();
   }
 
   std::unique_ptr<Buffers> acquire() {
-    std::lock_guard<std::mutex> g(mu);
-    if (free.empty()) return std::make_unique<Buffers>();
-    auto b = std::move(free.back());
-    free.pop_back();
+    std::lock_guard<std::mutex> g(bmu);
+    if (freeBuffers.empty()) return std::make_unique<Buffers>();
+    auto b = std::move(freeBuffers.back());
+    freeBuffers.pop_back();
     return b;
   }
   void release(std::unique_ptr<Buffers> b) {
-    std::lock_guard<std::mutex> g(mu);
-    free.push_back(std::move(b));
+    std::lock_guard<std::mutex> g(bmu);
+    freeBuffers.push_back(std::move(b));
   }
 
+  static constexpr size_t kMaxQueued = 1024;
+
+  HttpServerOptions opts;
   const http::Routes& routes;
-  int gzipLevel;
-  std::mutex mu;
-  std::vector<std::unique_ptr<Buffers>> free;
+  int listenFd = -1;
+  int epollFd = -1;
+  int wakeFd = -1;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> open{0};
+  std::atomic<uint64_t> refusedConnections{0};
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;  ///< front thread only
+  std::thread front;
+  std::vector<std::thread> workers;
+  std::mutex qmu;
+  std::condition_variable qcv;
+  std::deque<Job> queue;
+  std::mutex rmu;
+  std::vector<std::unique_ptr<Conn>> returned;
+  std::mutex bmu;
+  std::vector<std::unique_ptr<Buffers>> freeBuffers;
 };
 
 bool gzipCompress(std::string_view in, int level, std::string& out) {
@@ -114,29 +602,26 @@ bool gzipCompress(std::string_view in, int level, std::string& out) {
   return rc == Z_STREAM_END;
 }
 
-HttpServer::HttpServer(const HttpServerOptions& opts, const http::Routes& routes) {
-  transport_ = std::make_unique<Transport>(routes, opts.gzipLevel);
-  std::vector<std::string> options = {
-      "listening_ports", civetListeningPort(opts.listenAddress),
-      "num_threads", std::to_string(opts.threads),
-      "enable_keep_alive", "yes",
-      "request_timeout_ms", "30000",
-  };
+HttpServer::HttpServer(const HttpServerOptions& opts, const http::Routes& routes)
+    : impl_(std::make_unique<Impl>(opts, routes)) {
   try {
-    server_ = std::make_unique<CivetServer>(options);
-  } catch (const CivetException& e) {
+    impl_->start();
+  } catch (const std::exception& e) {
+    impl_->stop();
     throw std::runtime_error("cannot listen on " + opts.listenAddress + ": " + e.what());
   }
-  server_->addHandler("/", *transport_);
 }
 
 HttpServer::~HttpServer() {
-  if (server_) server_->close();
+  if (impl_) impl_->stop();
 }
 
 int HttpServer::port() const {
-  auto ports = server_->getListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(impl_->listenFd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
 }  // namespace memcg

@@ -1,6 +1,29 @@
-// The one HTTP server (civetweb): transport only. Every request is handed to
-// the route table (routes.h), which the App fills: /metrics, /-/healthy,
-// /-/ready, the landing page and the JSON API, on one port.
+// The one HTTP server: transport only. Every request is handed to the route
+// table (routes.h), which the App fills: /metrics, /-/healthy, /-/ready, the
+// landing page and the JSON API, on one port.
+//
+// Why not civetweb (measured, issue 19): civetweb gives each connection a
+// worker thread from the moment it is accepted until the request is complete,
+// so N connections that send a partial head and wait (slowloris) starve N
+// workers: with --web.threads=4, 4 such connections stop every scrape; with
+// 64 threads, 1,000 of them do (and only ~230-290 of the 1,000 even finish
+// connecting, its listen queue is full). No option of civetweb 1.15 changes
+// that (request_timeout_ms only bounds how long each one holds a thread).
+//
+// So one front thread (epoll) owns every connection while it is being read:
+// it accepts, reads the request line, headers and body into a bounded buffer,
+// enforces the size limits and the read timeouts, and hands only complete
+// requests to the workers. A slow or idle client costs a file descriptor and
+// its buffer (at most kMaxHeadBytes + kMaxBodyBytes while reading), never a
+// thread. Workers run the handler, write the answer (under a write timeout)
+// and give a keep-alive connection back to the front.
+//
+// Limits: request line + headers <= maxHeadBytes (431 above), body <=
+// http::kMaxBodyBytes (413), head and body must arrive within
+// readTimeoutMs each (408 and close), an idle keep-alive connection is closed
+// after idleTimeoutMs, at most maxConnections are open (more are accepted and
+// closed at once), and at most `threads` requests run at once: the rest
+// queue for at most queueWaitMs and are then answered 503.
 //
 // /metrics is served by our own route rather than prometheus-cpp's Exposer:
 // the Exposer always gzips at level 6 and its TextSerializer costs ~10x our
@@ -10,36 +33,45 @@
 // requests ever ran at once, not one per worker thread.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "exporter/routes.h"
 
-class CivetServer;
-
 namespace memcg {
 
 struct HttpServerOptions {
-  std::string listenAddress = ":9712";  ///< [host]:port (flags.h civetListeningPort)
-  int threads = 4;
+  std::string listenAddress = ":9712";  ///< [host]:port, port 0 = any
+  int threads = 4;                      ///< workers = requests handled at once
   int gzipLevel = 1;
+  size_t maxHeadBytes = 16 * 1024;  ///< request line + headers
+  int readTimeoutMs = 10000;        ///< for the head, and again for the body
+  int idleTimeoutMs = 60000;        ///< keep-alive connection with nothing sent
+  int writeTimeoutMs = 30000;       ///< a client that stops reading the answer
+  int maxConnections = 4096;
+  int queueWaitMs = 2000;  ///< a complete request waits this long for a worker
+  /// If set, a request it refuses is answered 401 with a Basic challenge
+  /// (--web.config.file's basic_auth_users, web_config.h). Runs on a worker.
+  std::function<bool(const http::Request&)> authorize;
 };
 
 class HttpServer {
  public:
   /// Starts serving `routes` (kept by reference; must outlive the server).
-  /// Throws std::runtime_error if the port cannot be bound.
+  /// Throws std::runtime_error if the address cannot be bound.
   HttpServer(const HttpServerOptions& opts, const http::Routes& routes);
   ~HttpServer();
 
   /// The port actually bound (useful with port 0).
   int port() const;
 
+  struct Impl;
+
  private:
-  struct Transport;
-  std::unique_ptr<Transport> transport_;
-  std::unique_ptr<CivetServer> server_;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// gzip-compresses `in` into `out` (replaced) at `level`. Returns false on a

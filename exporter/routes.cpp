@@ -137,10 +137,16 @@ std::string_view statusText(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
     case 409:
       return "Conflict";
+    case 411:
+      return "Length Required";
     case 413:
       return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
     case 503:

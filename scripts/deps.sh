@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
-#   deps.sh build   compilers, libraries
+#   deps.sh build   compilers, libraries, ccache
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
 #                   python3 with python3-yaml for the alerts/dashboards checks and
 #                   python3-snappy for the PromQL agreement test's remote write, the
 #                   deployment checks' tools)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
+#   (scripts/test.sh's fuzz stage calls deps.sh fuzz itself)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-       libbenchmark-dev libre2-dev libcurl4-openssl-dev)
+       libbenchmark-dev libre2-dev libcurl4-openssl-dev ccache
+       libyaml-cpp-dev libcrypt-dev)
 # deployment checks (tests/deploy): compose, yamllint, amtool, python3 + yaml, the .deb
 # (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
 # validator, installed into the build tree) come with this machine kind's image; Debian's

@@ -11,8 +11,11 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 scripts/deps.sh fuzz
+launcher=()
+command -v ccache >/dev/null &&
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF >/dev/null
+  -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 
 # target -> seed directories (committed fixtures where they fit)

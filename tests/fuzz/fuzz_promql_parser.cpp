@@ -9,7 +9,7 @@
 
 #include "promql/engine.h"
 #include "promql/parser.h"
-#include "tests/fuzz/fuzz_support.h"
+#include "tests/support/fuzz_support.h"
 
 using namespace memcg;
 

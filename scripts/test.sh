@@ -12,13 +12,15 @@
 #          waiter and worker
 #   fuzz   scripts/fuzz.sh: every libFuzzer target for $MEMCG_FUZZ_SECONDS
 #          (default 10) each
-# MEMCG_TEST_STAGES="main asan" picks stages (default: all four). Extra
+# MEMCG_TEST_STAGES="main asan" picks stages (default: main; the asan, tsan
+# and fuzz stages are not yet timed end to end on a fresh CI machine, so they
+# are opt-in until they are). Extra
 # arguments go to the main stage's ctest. Builds use ccache when it is
 # installed (scripts/deps.sh installs it). The first stage that fails stops
 # the run; the times of those that ran are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=${MEMCG_TEST_STAGES:-main asan tsan fuzz}
+stages=${MEMCG_TEST_STAGES:-main}
 scripts/deps.sh test
 launcher=()
 if command -v ccache >/dev/null; then

@@ -21,6 +21,17 @@
 
 namespace memcg {
 
+/// A narrow restriction of one scrape (the history's sampler): the scraper
+/// runs only the collectors that describe a family `family` accepts (all when
+/// a collector makes names at run time and `family` accepts any name it could
+/// make is unknowable: such collectors run when `anyFamily`), and hands them a
+/// tree of only the cgroups `cgroup` accepts. Empty functions accept all.
+struct ScrapeFilter {
+  std::function<bool(std::string_view family)> family;
+  std::function<bool(std::string_view cgroup)> cgroup;
+  bool anyFamily = true;  ///< some selection may match names no Desc lists
+};
+
 struct ScrapeContext {
   const CgroupTree& tree;
   std::string buf;  ///< scratch buffer for file contents, reused

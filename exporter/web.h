@@ -14,12 +14,14 @@
 namespace memcg::web {
 
 extern const std::string_view kIndexHtml;  ///< exporter/web/index.html
+extern const std::string_view kLiveJs;     ///< exporter/web/live.js (the live view)
+extern const std::string_view kLiveCss;    ///< exporter/web/live.css
 
 /// index.html with its placeholders filled (values HTML-escaped).
 std::string renderIndex(std::string_view telemetryPath,
                         const std::vector<std::string>& collectors);
 
-/// GET / : the landing page.
+/// GET / : the landing page and live view; GET /live.js, /live.css: its assets.
 void registerRoutes(http::Routes& routes, std::string indexHtml);
 
 }  // namespace memcg::web

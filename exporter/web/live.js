@@ -344,10 +344,10 @@ function start(document, win) {
   };
 
   // ------------------------------------------------------------ transport
-  async function getJson(path) {
+  async function getJson(path, extra) {
     let r;
     try {
-      r = await win.fetch(path, { headers: { Accept: 'application/json' }, cache: 'no-store' });
+      r = await win.fetch(path, { headers: { Accept: 'application/json', ...(extra || {}) }, cache: 'no-store' });
     } catch (e) {
       throw new ApiError(0, 'the exporter is unreachable');
     }
@@ -421,13 +421,25 @@ function start(document, win) {
     } catch (e) { historyFailed(e); }
   }
 
+  // With --controller.token-file the state wants the bearer token: the
+  // operator enters it once per tab (sessionStorage, sent only to this API).
+  const TOKEN_KEY = 'memcg_exporter_controller_token';
   async function pollController() {
+    if (st.controller && (st.controller.status === 401 || st.controller.status === 403) && !st.tokenChanged) return;
+    st.tokenChanged = false;
+    const token = win.sessionStorage.getItem(TOKEN_KEY);
     try {
-      st.controller = await getJson('/api/v1/controller/state');
+      st.controller = await getJson('/api/v1/controller/state', token ? { Authorization: 'Bearer ' + token } : null);
       banner('controller', null, null);
     } catch (e) {
       if (e.status === 0) throw e;
       st.controller = { error: e.message, status: e.status };
+      if (e.status === 401 || e.status === 403) {
+        banner('controller', 'info', `The controller state needs its bearer token (${esc(e.message)}): protections and margins are not shown. ` +
+          '<form id="token-form"><input type="password" id="token" placeholder="controller token" autocomplete="off"> <button>use</button></form>');
+      } else {
+        banner('controller', null, null);  // 503: the controller is off, said in the cgroup view
+      }
     }
   }
 
@@ -523,7 +535,7 @@ function start(document, win) {
         return row(cg, stall, calls, p ? p.usage_bytes : null, p ? (p.limit_bytes === null ? Infinity : p.limit_bytes) : null, null, null, prot);
       });
       banner('history', 'warn', `<b>History is off</b> (the query API answered ${esc(st.historyWhy || 'no')}): ranking from the reclaim report's last minute, charts only from what this page saw since it opened; usage and limit only for protected cgroups, no limit hits, PSI or percentiles. Start the exporter with history on for the full view.`);
-      $('ranking-note').textContent = `${names.size} cgroups that reclaimed in the last ${W ? W + ' s' : 'minute'} or are protected · from /api/v1/reclaim/report`;
+      $('ranking-note').textContent = `${names.size} cgroups that reclaimed in the last ${W ? Math.round(W) + ' s' : 'minute'} or are protected · from /api/v1/reclaim/report`;
     }
     st.rows = rows;
     renderRanking();
@@ -674,7 +686,7 @@ function start(document, win) {
     let rep = null;
     try { rep = await getJson('/api/v1/reclaim/report?window=' + span + 's'); } catch (e) { if (e.status === 0) throw e; }
     const rows = ((rep && rep.processes) || []).filter((p) => p.cgroup === cg);
-    $('report-window').textContent = rep ? (rep.window_seconds ? `last ${rep.window_seconds} s` : 'since the exporter started') : '(tracing down)';
+    $('report-window').textContent = rep ? (rep.window_seconds ? `last ${Math.round(rep.window_seconds)} s` : 'since the exporter started') : '(tracing down)';
     $('procs').querySelector('tbody').innerHTML = rows.slice(0, 50).map((p) =>
       `<tr><td class="l">${p.pid === null ? '' : esc(p.pid)}</td><td class="l">${esc(p.comm)}${p.exited ? ' <span class="muted">(exited)</span>' : ''}</td>` +
       `<td>${fmtNum(p.direct_reclaims)}</td><td>${fmtNum(p.memcg_reclaims)}</td><td>${fmtSeconds(p.time_stalled_seconds)}</td>` +
@@ -746,6 +758,13 @@ function start(document, win) {
     if (tr) select(tr.dataset.cgroup);
   });
   $('filter').addEventListener('input', renderRanking);
+  $('banners').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const v = ($('token') || {}).value;
+    if (v) win.sessionStorage.setItem(TOKEN_KEY, v.trim());
+    st.tokenChanged = true;
+    tick();
+  });
   $('close-one').addEventListener('click', () => select(null));
   $('range').addEventListener('change', () => tick());
   win.addEventListener('hashchange', fromHash);

@@ -20,7 +20,7 @@ base=/sys/fs/cgroup/memory/memcg_exporter_test_view_cpu_$$
 epid=
 cleanup() {
   [ -n "$epid" ] && kill "$epid" 2>/dev/null && wait "$epid" 2>/dev/null
-  for d in "$base"/c*; do [ -d "$d" ] && rmdir "$d"; done
+  for d in "$base"/c[0-9]*; do [ -d "$d" ] && rmdir "$d"; done
   [ -d "$base" ] && rmdir "$base"
 }
 trap cleanup EXIT

@@ -67,7 +67,7 @@ code=$(curl -s -o "$tmp/body" -w '%{http_code}' -X POST -H "Authorization: Beare
   "$url/api/v1/controller/protect")
 check "protect the test cgroup: 200 ($code)" [ "$code" = 200 ]
 mkdir -p "$build/live_view"
-node "$here/live_view_browser.js" "$url" "$label" "$build/live_view/live_view"
+LIVE_VIEW_TOKEN="view-token-$$" node "$here/live_view_browser.js" "$url" "$label" "$build/live_view/live_view"
 rc=$?
 [ $rc -eq 0 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "--- exporter log"; tail -20 "$tmp/exporter.log"; }
 summary "e2e.live_view"

@@ -40,7 +40,7 @@ std::string laString(const std::vector<LabelsAndAnnotations>& v, const std::stri
   for (size_t i = 0; i < v.size(); ++i)
     out += indent + std::to_string(i) + ":\n" + indent + "  Labels:" + lsString(v[i].labels) +
            "\n" + indent + "  Annotations:" + lsString(v[i].annotations) + "\n";
-  return out + indent.substr(0, indent.size() >= 2 ? indent.size() - 2 : 0) + "]";
+  return out + indent + "]";
 }
 
 Labels mapLabels(const YAML::Node& m) {

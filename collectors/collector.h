@@ -22,14 +22,14 @@
 namespace memcg {
 
 /// A narrow restriction of one scrape (the history's sampler): the scraper
-/// runs only the collectors that describe a family `family` accepts (all when
-/// a collector makes names at run time and `family` accepts any name it could
-/// make is unknowable: such collectors run when `anyFamily`), and hands them a
-/// tree of only the cgroups `cgroup` accepts. Empty functions accept all.
+/// runs only the collectors that describe() a family `family` accepts, and
+/// hands them a tree of only the cgroups `cgroup` accepts (the collectors
+/// themselves are unchanged: the same reading path as /metrics). Names a
+/// collector makes at run time (unknown memory.stat keys) come along only when
+/// their collector runs for a listed family. Empty functions accept all.
 struct ScrapeFilter {
   std::function<bool(std::string_view family)> family;
   std::function<bool(std::string_view cgroup)> cgroup;
-  bool anyFamily = true;  ///< some selection may match names no Desc lists
 };
 
 struct ScrapeContext {

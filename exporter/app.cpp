@@ -11,6 +11,7 @@
 #include "exporter/api.h"
 #include "exporter/version.h"
 #include "exporter/web.h"
+#include "metrics/text_format.h"
 
 namespace memcg {
 namespace {
@@ -67,6 +68,7 @@ App::App(const Options& opts) : opts_(opts) {
                                         " dropped=" + std::to_string((*t)->dropped));
   }
 
+  buildHistory();
   buildRoutes();
   server_ = std::make_unique<HttpServer>(
       HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
@@ -78,6 +80,7 @@ App::App(const Options& opts) : opts_(opts) {
 App::~App() {
   // The server first: no request may reach a part being torn down.
   server_.reset();
+  if (history_) history_->stop();
   if (controller_) controller_->stop();
 }
 
@@ -107,12 +110,43 @@ void App::buildController() {
                              : controller::ControllerApi::readTokenFile(c.tokenFile));
 }
 
+void App::buildHistory() {
+  if (!opts_.history.enable) return;
+  Scraper& scraper = *scraper_;
+  auto h = history::History::create(
+      opts_.history, [&scraper](const ScrapeFilter& f, metrics::Sink& sink) {
+        return scraper.scrape(sink, f);
+      });
+  if (!h.ok()) throw std::invalid_argument(h.error().message());
+  history_ = std::move(*h);
+  // The live view's series (its PromQL runs over the history).
+  for (auto sel : web::kLiveViewSeries) {
+    if (auto id = history_->select(sel); !id.ok())
+      throw std::logic_error("live view selector: " + id.error().message());
+  }
+  history::ApiOptions ao;
+  ao.version = kVersion;
+  ao.revision = kRevision;
+  ao.describe = [&scraper] { return scraper.describe(); };
+  queryApi_ = std::make_unique<history::QueryApi>(*history_, std::move(ao));
+  history_->start();
+  std::string sel;
+  for (const auto& m : opts_.history.match) sel += (sel.empty() ? "" : " ") + m;
+  log::info("history started", "interval_ms=" + std::to_string(opts_.history.intervalMs) +
+                                   " retention_ms=" + std::to_string(opts_.history.retentionMs) +
+                                   " match=" + log::quote(sel));
+}
+
 void App::buildRoutes() {
   Scraper& scraper = *scraper_;
   routes_.add(
-      {"GET", opts_.telemetryPath, [&scraper](const http::Request&, http::Response& r) {
+      {"GET", opts_.telemetryPath, [this, &scraper](const http::Request&, http::Response& r) {
          r.body.clear();
-         scraper.scrapeText(r.body);
+         metrics::Sink sink;
+         auto keep = scraper.scrape(sink);
+         if (history_) history_->collectMetrics(sink);
+         if (queryApi_) queryApi_->collectMetrics(sink);
+         metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;
        }});
@@ -128,6 +162,7 @@ void App::buildRoutes() {
   api::registerRoutes(routes_,
                       api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
   controllerApi_->registerRoutes(routes_);
+  if (queryApi_) queryApi_->registerRoutes(routes_);
   web::registerRoutes(routes_,
                       web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
 }

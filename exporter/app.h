@@ -10,6 +10,8 @@
 //   controller  (with --controller.enable) handed the tracer as a
 //               ReclaimAttribution; otherwise the journal is replayed
 //   scraper     the collectors (and the controller's metrics)
+//   history     (with --history.enable, the default) the sampler, reading
+//               through the scraper with a filter, and the query API over it
 //   routes      each part registers its rows (metrics, health, the JSON
 //               APIs, the landing page)
 //   http        the server, transport only
@@ -28,6 +30,8 @@
 #include "exporter/http_server.h"
 #include "exporter/routes.h"
 #include "exporter/scraper.h"
+#include "history/api.h"
+#include "history/history.h"
 
 namespace memcg {
 
@@ -51,10 +55,14 @@ class App {
   TaskstatsService* taskstats() { return taskstats_.get(); }
   /// Null unless --controller.enable.
   controller::Controller* controller() { return controller_.get(); }
+  /// Null with --no-history.enable. Rules and the live view select() their
+  /// series on it and append rule results to it.
+  history::History* history() { return history_.get(); }
   int port() const { return server_->port(); }
 
  private:
   void buildController();
+  void buildHistory();
   void buildRoutes();
 
   Options opts_;
@@ -64,6 +72,8 @@ class App {
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<controller::ControllerApi> controllerApi_;
   std::unique_ptr<Scraper> scraper_;
+  std::unique_ptr<history::History> history_;
+  std::unique_ptr<history::QueryApi> queryApi_;
   http::Routes routes_;
   std::unique_ptr<HttpServer> server_;
 };

@@ -15,6 +15,7 @@
 #include "collectors/discovery.h"
 #include "collectors/registry.h"
 #include "controller/options.h"
+#include "history/history.h"
 
 namespace memcg {
 
@@ -29,6 +30,7 @@ struct Options {
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options
   controller::ControllerOptions controller;
+  history::Options history;
   bool disableDefaults = false;
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME
   bool showVersion = false;

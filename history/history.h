@@ -27,19 +27,30 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "common/flag_spec.h"
 #include "common/result.h"
 #include "metrics/metric.h"
 #include "promql/storage.h"
 
 namespace memcg::history {
 
+/// The selection when no --history.match is given: each cgroup's usage, limit
+/// and failcnt (what a dashboard of the fleet shows first).
+inline constexpr std::string_view kDefaultMatch =
+    R"({__name__=~"memcg_memory_(usage|limit)_bytes|memcg_memory_failcnt_total"})";
+
 struct Options {
   int64_t retentionMs = 15 * 60 * 1000;  ///< --history.retention
   int64_t intervalMs = 1000;             ///< --history.interval (the base tick)
   size_t seriesLimit = 200'000;          ///< --history.series-limit
   /// --history.match selectors (PromQL series selectors), sampled every tick.
-  std::vector<std::string> match;
+  std::vector<std::string> match = {std::string(kDefaultMatch)};
+  bool matchGiven = false;  ///< the first --history.match replaces the default
+  bool enable = true;       ///< --[no-]history.enable
 };
+
+/// --history.* flags bound to `o`.
+FlagList historyFlags(Options& o);
 
 /// What the sampler reads through: one scrape of the /metrics collectors
 /// restricted by `filter` (App binds it to Scraper::scrape). The returned tree

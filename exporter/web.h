@@ -21,11 +21,11 @@ extern const std::string_view kLiveCss;    ///< exporter/web/live.css
 /// selectors for the history to sample (history::History::select) so the view
 /// works without --history.match naming them. Keep in step with live.js.
 inline constexpr std::string_view kLiveViewSeries[] = {
-    R"({__name__=~"memcg_memory_(usage|limit)_bytes|memcg_memory_failcnt_total"})",
-    R"({__name__=~"memcg_memory_events_(max|high|oom_kill)_total"})",
+    R"sel({__name__=~"memcg_memory_(usage|limit)_bytes|memcg_memory_failcnt_total"})sel",
+    R"sel({__name__=~"memcg_memory_events_(max|high|oom_kill)_total"})sel",
     R"sel({__name__=~"memcg_vmscan_reclaim_total|memcg_vmscan_reclaim_stall_seconds_(bucket|sum)"})sel",
-    R"({__name__=~"memcg_pressure_memory_(waiting|stalled)_seconds_total"})",
-    R"({__name__=~"memcg_controller_actions_total|memcg_exporter_collector_success"})",
+    R"sel({__name__=~"memcg_pressure_memory_(waiting|stalled)_seconds_total"})sel",
+    R"sel({__name__=~"memcg_controller_actions_total|memcg_exporter_collector_success"})sel",
 };
 
 /// index.html with its placeholders filled (values HTML-escaped).

@@ -291,7 +291,7 @@ function chartSvg(opts) {
     const x = X(opts.t1 - a).toFixed(1);
     parts.push(`<text x="${x}" y="${H - 4}" fill="#8a95a3" font-size="10" text-anchor="${a === 0 ? 'end' : 'middle'}">${a === 0 ? 'now' : '-' + (a >= 60 ? a / 60 + 'm' : a + 's')}</text>`);
   }
-  for (const m of placeMarkers(opts.markers || [], opts.t0, opts.t1, x0, x1, 4)) {
+  for (const m of placeMarkers(opts.markers || [], opts.t0, opts.t1, x0, x1, 6)) {
     const c = MARKER_COLORS[m.kind] || '#f0b429';
     const title = esc((m.count > 1 ? m.count + '× ' : '') + m.labels.join(', '));
     parts.push(`<g class="marker marker-${esc(m.kind)}"><title>${title}</title>` +

@@ -102,8 +102,11 @@ const optional = /\/api\/v1\/(query|query_range|alerts|rules)(\?|$)/;
   const marker = await page.waitForSelector('#one .marker-action', { timeout: 60000 }).then(() => true, () => false);
   check('a controller action shows as a marker', marker);
   if (marker) console.log(`marker: ${await page.textContent('#one .marker-action title')}`);
-  const procs = await page.$$eval('#procs tbody tr td:nth-child(2)', (ts) => ts.map((t) => t.textContent));
-  check('the reclaim report lists the workload process (cat)', procs.some((t) => /^cat\b/.test(t)), procs.slice(0, 3).join(', '));
+  // The per-process rows come with the next polls of the window's report.
+  const procsOk = await page.waitForFunction(() => [...document.querySelectorAll('#procs tbody tr td:nth-child(2)')]
+    .some((t) => /^cat\b/.test(t.textContent)), null, { timeout: 20000 }).then(() => true, () => false);
+  const procs = await page.$$eval('#procs tbody tr', (rs) => rs.slice(0, 3).map((r) => r.textContent.replace(/\s+/g, ' ')));
+  check('the reclaim report lists the workload process (cat)', procsOk, procs.join(' | '));
   await page.waitForTimeout(2500);  // one more poll: the live update keeps going
   const shot = shotPrefix + '.png';
   await page.screenshot({ path: shot, fullPage: true });

@@ -41,12 +41,10 @@ mkdir "$cg"
 echo $((64 << 20)) > "$cg/memory.limit_in_bytes"
 echo "view-token-$$" > "$tmp/token"
 port=$(free_port)
-hist=()
-"$exe" --help 2>&1 | grep -q -- '--history' && hist=(--history.match='{cgroup=~"/memcg_exporter_test_view_.*"}')
 "$exe" --web.listen-address=127.0.0.1:$port --controller.enable \
   --controller.allow="/memcg_exporter_test_view_.*" --controller.token-file="$tmp/token" \
   --controller.journal="$tmp/journal" --collector.vmscan.instance="memcg_exporter_test_view_$$" \
-  "${hist[@]}" >"$tmp/exporter.log" 2>&1 &
+  >"$tmp/exporter.log" 2>&1 &
 epid=$!
 url=http://127.0.0.1:$port
 wait_http "$url/-/ready" 30 || { echo "FAIL: exporter not ready"; tail "$tmp/exporter.log"; exit 1; }

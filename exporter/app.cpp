@@ -69,6 +69,7 @@ App::App(const Options& opts) : opts_(opts) {
   }
 
   buildHistory();
+  buildRules();
   buildRoutes();
   server_ = std::make_unique<HttpServer>(
       HttpServerOptions{opts_.listenAddress, opts_.webThreads, opts_.gzipLevel}, routes_);
@@ -80,6 +81,7 @@ App::App(const Options& opts) : opts_(opts) {
 App::~App() {
   // The server first: no request may reach a part being torn down.
   server_.reset();
+  if (rules_) rules_->stop();
   if (history_) history_->stop();
   if (controller_) controller_->stop();
 }
@@ -137,6 +139,82 @@ void App::buildHistory() {
                                    " match=" + log::quote(sel));
 }
 
+/// The controller and discovery as the rule actions see them.
+class App::RuleTarget final : public rules::ProtectTarget {
+ public:
+  RuleTarget(controller::Controller& c, Discovery& d) : c_(c), d_(d) {}
+  std::optional<controller::OpError> protect(const controller::Protection& p) override {
+    return c_.protect(p);
+  }
+  std::optional<controller::OpError> unprotect(const std::string& cgroup) override {
+    return c_.unprotect(cgroup);
+  }
+  bool isProtected(const std::string& cgroup) const override { return c_.isProtected(cgroup); }
+  bool allowed(const std::string& cgroup) const override { return c_.allowed(cgroup); }
+  bool known(const std::string& cgroup) const override {
+    auto has = [&](const std::shared_ptr<const CgroupTree>& t) {
+      if (!t) return false;
+      for (const auto& cg : t->cgroups)
+        if (cg.path == cgroup) return true;
+      return false;
+    };
+    if (has(d_.current())) return true;
+    // A cgroup made since the last walk: walk once more.
+    auto t = d_.refresh();
+    return t.ok() && has(*t);
+  }
+
+ private:
+  controller::Controller& c_;
+  Discovery& d_;
+};
+
+void App::buildRules() {
+  if (controller_) ruleTarget_ = std::make_unique<RuleTarget>(*controller_, *discovery_);
+  ruleActions_ = std::make_unique<rules::Actions>(opts_.rules.actions, ruleTarget_.get());
+  rules::ManagerOptions mo;
+  mo.files = opts_.rules.files;
+  mo.defaultIntervalMs = opts_.rules.evaluationIntervalMs;
+  rules::ManagerBackend be;
+  be.actions = ruleActions_.get();
+  if (history_) {
+    history::History* h = history_.get();
+    be.storage = h;
+    be.append = [h](const promql::Labels& ls, int64_t t, double v) { h->append(ls, t, v); };
+    be.select = [this, h](std::vector<promql::Matcher> m, int64_t iv) {
+      auto id = h->select(std::move(m), iv);
+      if (!id.ok()) {
+        log::warn("rule selector not sampled", "err=" + log::quote(id.error().message()));
+        return;
+      }
+      std::lock_guard<std::mutex> g(ruleSelectionsMu_);
+      ruleSelections_.push_back(*id);
+    };
+    be.unselectAll = [this, h] {
+      std::lock_guard<std::mutex> g(ruleSelectionsMu_);
+      for (auto id : ruleSelections_) h->unselect(id);
+      ruleSelections_.clear();
+    };
+  } else {
+    // Without the history the rules see only their own output.
+    ruleStorage_ = std::make_unique<promql::MemoryStorage>();
+    promql::MemoryStorage* s = ruleStorage_.get();
+    be.storage = s;
+    be.append = [s](const promql::Labels& ls, int64_t t, double v) { s->append(ls, t, v); };
+    if (!opts_.rules.files.empty())
+      log::warn("rules run without the history: their selectors see no exporter series");
+  }
+  auto m = rules::Manager::create(mo, std::move(be));
+  if (!m.ok()) throw std::invalid_argument("--rules.file: " + m.error().message());
+  rules_ = std::move(*m);
+  rulesApi_ = std::make_unique<rules::RulesApi>(*rules_, *ruleActions_, *controllerApi_);
+  rules_->start();
+  if (!opts_.rules.files.empty())
+    log::info("rules loaded", "groups=" + std::to_string(rules_->groupCount()));
+}
+
+bool App::reloadRules() { return rules_->reload().ok(); }
+
 void App::buildRoutes() {
   Scraper& scraper = *scraper_;
   routes_.add(
@@ -146,6 +224,7 @@ void App::buildRoutes() {
          auto keep = scraper.scrape(sink);
          if (history_) history_->collectMetrics(sink);
          if (queryApi_) queryApi_->collectMetrics(sink);
+         if (rules_) rules_->collect(sink);
          metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;
@@ -163,6 +242,7 @@ void App::buildRoutes() {
                       api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
   controllerApi_->registerRoutes(routes_);
   if (queryApi_) queryApi_->registerRoutes(routes_);
+  rulesApi_->registerRoutes(routes_);
   web::registerRoutes(routes_,
                       web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
 }

@@ -32,6 +32,9 @@
 #include "exporter/scraper.h"
 #include "history/api.h"
 #include "history/history.h"
+#include "rules/actions.h"
+#include "rules/api.h"
+#include "rules/manager.h"
 
 namespace memcg {
 
@@ -58,11 +61,16 @@ class App {
   /// Null with --no-history.enable. Rules and the live view select() their
   /// series on it and append rule results to it.
   history::History* history() { return history_.get(); }
+  rules::Manager& rules() { return *rules_; }
+  rules::Actions& ruleActions() { return *ruleActions_; }
+  /// Reloads --rules.file (SIGHUP); false when a file is bad (old rules kept).
+  bool reloadRules();
   int port() const { return server_->port(); }
 
  private:
   void buildController();
   void buildHistory();
+  void buildRules();
   void buildRoutes();
 
   Options opts_;
@@ -74,6 +82,16 @@ class App {
   std::unique_ptr<Scraper> scraper_;
   std::unique_ptr<history::History> history_;
   std::unique_ptr<history::QueryApi> queryApi_;
+  // The rule engine: reads the history (or, with --no-history.enable, a
+  // storage of its own outputs only), acts through the controller.
+  class RuleTarget;
+  std::unique_ptr<RuleTarget> ruleTarget_;
+  std::unique_ptr<rules::Actions> ruleActions_;
+  std::unique_ptr<promql::MemoryStorage> ruleStorage_;
+  std::vector<history::SelectionId> ruleSelections_;
+  std::mutex ruleSelectionsMu_;
+  std::unique_ptr<rules::Manager> rules_;
+  std::unique_ptr<rules::RulesApi> rulesApi_;
   http::Routes routes_;
   std::unique_ptr<HttpServer> server_;
 };

@@ -41,6 +41,7 @@ FlagList flagTable(Options& o) {
                          "Disable all collectors not enabled explicitly.", o.disableDefaults));
   append(controller::controllerFlags(o.controller));
   append(history::historyFlags(o.history));
+  append(rules::rulesFlags(o.rules));
   f.push_back({"log.level",
                "Only log messages with the given severity or above: debug, info, warn, error.",
                false,

@@ -15,6 +15,7 @@
 #include "collectors/discovery.h"
 #include "collectors/registry.h"
 #include "controller/options.h"
+#include "rules/options.h"
 #include "history/history.h"
 
 namespace memcg {
@@ -30,6 +31,7 @@ struct Options {
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options
   controller::ControllerOptions controller;
+  rules::RulesOptions rules;
   history::Options history;
   bool disableDefaults = false;
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME

@@ -83,12 +83,12 @@ Actions::Actions(ActionOptions opts, ProtectTarget* target)
     throw std::invalid_argument("--rules.default-target-margin: " + s.error().detail);
 }
 
-void Actions::count(const std::string& rule, const char* action, const std::string& result,
+std::string Actions::count(const std::string& rule, const char* action, const std::string& result,
                     const std::string& cgroup, const std::string& why) {
   // Once per change of (rule, cgroup) result: an alert firing at every
   // evaluation is one action, not one per evaluation.
   auto& last = lastResult_[fp(rule, cgroup) + "\x1f" + action];
-  if (last == result) return;
+  if (last == result) return result;
   last = result;
   ++counts_[{rule, action, result}];
   std::string kv = "rule=" + log::quote(rule) + " action=" + action + " cgroup=" +
@@ -96,10 +96,11 @@ void Actions::count(const std::string& rule, const char* action, const std::stri
   if (!why.empty()) kv += " reason=" + log::quote(why);
   if (result == "ok" || result == "exists") log::info("rule action", kv);
   else log::warn("rule action not applied", kv);
+  return result;
 }
 
-void Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs) {
-  if (promql::labelValue(labels, "action") != "protect") return;
+std::string Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs) {
+  if (promql::labelValue(labels, "action") != "protect") return {};
   const std::string rule(promql::labelValue(labels, "alertname"));
   const std::string cgroup(promql::labelValue(labels, "cgroup"));
   std::lock_guard<std::mutex> g(mu_);
@@ -107,7 +108,7 @@ void Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs) {
   if (it != owned_.end()) {
     it->second.lastFiringMs = nowMs;
     it->second.resolvedMs = 0;
-    return;
+    return "held";
   }
   std::string why;
   if (!cgroupLabelOk(cgroup, why)) return count(rule, "protect", "refused", cgroup, why);
@@ -134,8 +135,8 @@ void Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs) {
     return count(rule, "protect", refused ? "refused" : "error", cgroup, e->message);
   }
   owned_[cgroup] = Owned{rule, src, nowMs, 0};
-  count(rule, "protect", "ok", cgroup, {});
   lastResult_.erase(fp(rule, cgroup) + "\x1funprotect");
+  return count(rule, "protect", "ok", cgroup, {});
 }
 
 void Actions::resolved(const promql::Labels& labels, Source, int64_t nowMs) {

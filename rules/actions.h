@@ -62,8 +62,10 @@ class Actions {
   Actions(ActionOptions opts, ProtectTarget* target);
 
   enum class Source { kRules, kAlertmanager };
-  /// A firing alert (labels with alertname, action, cgroup, margins).
-  void firing(const promql::Labels& labels, Source src, int64_t nowMs);
+  /// A firing alert (labels with alertname, action, cgroup, margins). Returns
+  /// the result: ok, held (already protected by an alert), exists, refused,
+  /// skipped, error; "" when the alert has no action.
+  std::string firing(const promql::Labels& labels, Source src, int64_t nowMs);
   /// A resolved alert: its hold starts (Alertmanager) / is noted (rules).
   void resolved(const promql::Labels& labels, Source src, int64_t nowMs);
   /// Removes the protections whose hold has passed.
@@ -80,7 +82,7 @@ class Actions {
     int64_t lastFiringMs = 0;
     int64_t resolvedMs = 0;  ///< 0 while firing
   };
-  void count(const std::string& rule, const char* action, const std::string& result,
+  std::string count(const std::string& rule, const char* action, const std::string& result,
              const std::string& cgroup, const std::string& why);
 
   ActionOptions opts_;

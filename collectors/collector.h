@@ -30,6 +30,10 @@ namespace memcg {
 struct ScrapeFilter {
   std::function<bool(std::string_view family)> family;
   std::function<bool(std::string_view cgroup)> cgroup;
+  /// false: read over the last discovery walk (when there is one) instead of
+  /// walking again. A cgroup removed since reads as gone and is skipped; new
+  /// ones appear at the next walk.
+  bool walk = true;
 };
 
 struct ScrapeContext {

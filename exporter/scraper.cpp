@@ -122,9 +122,12 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
 
 std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink,
                                                   const ScrapeFilter& filter) {
-  auto treeOr = discovery_.refresh();
-  if (!treeOr.ok()) return nullptr;
-  std::shared_ptr<const CgroupTree> full = *treeOr;
+  std::shared_ptr<const CgroupTree> full = filter.walk ? nullptr : discovery_.current();
+  if (!full) {
+    auto treeOr = discovery_.refresh();
+    if (!treeOr.ok()) return nullptr;
+    full = *treeOr;
+  }
   auto tree = full;
   if (filter.cgroup) {
     auto sub = std::make_shared<CgroupTree>();

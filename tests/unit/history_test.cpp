@@ -157,6 +157,7 @@ TEST(History, SelectionAtItsOwnIntervalAndUnselect) {
   FakeSource src;
   src.cgroups = {{"/a", 1}};
   history::Options o;
+  o.match.clear();  // not the default selection
   auto h = make(src, o);
   auto id = h->select(R"(test_other{cgroup="/a"})", 3000);
   ASSERT_TRUE(id.ok());

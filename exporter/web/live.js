@@ -253,6 +253,23 @@ function placeMarkers(events, t0, t1, x0, x1, minGap) {
   return out;
 }
 
+/**
+ * The left edge of the charts: the range's start, or, when no series has data
+ * that old, a little before the oldest point, keeping at least minSpan seconds.
+ */
+function zoomStart(charts, startT, end, minSpan) {
+  let first = Infinity;
+  for (const c of charts) {
+    for (const s of c.series) {
+      for (const [t, v] of s.points) {
+        if (v !== null && Number.isFinite(v) && t >= startT) { if (t < first) first = t; break; }
+      }
+    }
+  }
+  if (first === Infinity) return startT;
+  return Math.max(startT, Math.min(first - 5, end - minSpan));
+}
+
 function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
@@ -278,7 +295,7 @@ function chartSvg(opts) {
   const top = ticks[ticks.length - 1] || hi;
   const X = (t) => x0 + ((t - opts.t0) / (opts.t1 - opts.t0)) * (x1 - x0);
   const Y = (v) => y0 - (Math.min(v, top) / top) * (y0 - y1);
-  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img">`];
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none" role="img" data-t0="${opts.t0}" data-t1="${opts.t1}">`];
   for (const v of ticks) {
     const y = Y(v).toFixed(1);
     parts.push(`<line x1="${x0}" x2="${x1}" y1="${y}" y2="${y}" stroke="#2a313b" stroke-width="1"/>`);
@@ -315,7 +332,8 @@ function chartSvg(opts) {
 
 // ---------------------------------------------------------------- the app
 
-const POLL_MS = 2000;       // chart, controller state
+const POLL_MS = 2000;       // controller state; the charts without history
+const CHART_MS = 4000;      // the charts' range queries with history
 const RANK_MS = 4000;       // ranking (1000 cgroups: the larger answers)
 const ALERTS_MS = 10000;    // alerts and rules
 const COLORS = ['#5aa9ff', '#f0b429', '#3ecf8e', '#c792ea', '#ff8f5d', '#7fdbca', '#ff5d5d'];
@@ -339,7 +357,7 @@ function start(document, win) {
     selected: null,
     unreachableSince: 0,
     banners: new Map(),
-    lastRank: 0, lastAlerts: 0, alerts: [],
+    lastRank: 0, lastAlerts: 0, lastReport: 0, lastChart: 0, alerts: [],
     inflight: false,
   };
 
@@ -391,12 +409,16 @@ function start(document, win) {
     st.inflight = true;
     const now = Date.now();
     try {
-      const tasks = [pollController(), pollReport()];
+      // With history the cumulative report only feeds the tracing banner.
+      const tasks = [pollController()];
+      if (!st.history || now - st.lastReport >= RANK_MS) { st.lastReport = now; tasks.push(pollReport()); }
       if (st.history !== false) tasks.push(probeHistory());
       await Promise.all(tasks);
       if (now - st.lastRank >= RANK_MS || !st.rows.length) { st.lastRank = now; await pollRanking(); }
       if (now - st.lastAlerts >= ALERTS_MS) { st.lastAlerts = now; await pollAlerts(); }
-      if (st.selected) await pollOne();
+      // Charts: 12 range queries with history, so every CHART_MS; the page's own
+      // ring (no history) costs nothing to redraw.
+      if (st.selected && (!st.history || now - st.lastChart >= CHART_MS)) { st.lastChart = now; await pollOne(); }
       if (st.unreachableSince) banner('down', null, null);
       st.unreachableSince = 0;
     } catch (e) {
@@ -593,12 +615,14 @@ function start(document, win) {
       charts.usage.series.push({ name: 'start margin', color: '#f0b429', dash: '4,3', points: pts(prot.start_margin_bytes) });
       charts.usage.series.push({ name: 'target margin', color: '#3ecf8e', dash: '4,3', points: pts(prot.target_margin_bytes) });
     }
+    // A cgroup seen for less than the range: zoom to its data (at least 60 s).
+    const t0 = zoomStart(Object.values(charts).filter((c) => c && c.series), startT, end, 60);
     const alertMarks = st.alerts
       .filter((a) => a.labels && a.labels.cgroup === cg && a.activeAt)
       .map((a) => ({ t: Date.parse(a.activeAt) / 1000, label: `${a.labels.alertname} (${a.state})`, kind: 'alert' }));
     const markers = charts.actions.concat(alertMarks);
     for (const [id, c] of Object.entries({ usage: charts.usage, latency: charts.latency, reclaim: charts.reclaim, hits: charts.hits, psi: charts.psi, stall: charts.stall })) {
-      drawChart('c-' + id, { ...c, t0: startT, t1: end, markers });
+      drawChart('c-' + id, { ...c, t0, t1: end, markers });
     }
     $('one-prot').innerHTML = prot
       ? `<span class="pill good">protected</span> start ${fmtBytes(prot.start_margin_bytes)} · target ${fmtBytes(prot.target_margin_bytes)} below the limit · ${fmtNum(prot.actions)} actions, ${fmtBytes(prot.reclaimed_bytes)} reclaimed${prot.last_result ? ' · last: ' + esc(prot.last_result) : ''}`
@@ -741,7 +765,7 @@ function start(document, win) {
     if (cg) win.history.replaceState(null, '', '#cgroup=' + encodeURIComponent(cg));
     else win.history.replaceState(null, '', '#');
     renderRanking();
-    if (cg) { st.lastRank = 0; tick(); }
+    if (cg) { st.lastRank = 0; st.lastChart = 0; tick(); }
   }
   function fromHash() {
     const m = /^#cgroup=(.*)$/.exec(win.location.hash);
@@ -766,7 +790,7 @@ function start(document, win) {
     tick();
   });
   $('close-one').addEventListener('click', () => select(null));
-  $('range').addEventListener('change', () => tick());
+  $('range').addEventListener('change', () => { st.lastChart = 0; tick(); });
   win.addEventListener('hashchange', fromHash);
   document.addEventListener('visibilitychange', () => { if (!document.hidden) tick(); });
   fromHash();
@@ -777,6 +801,6 @@ function start(document, win) {
 
 return {
   fmtBytes, fmtSeconds, fmtNum, fmtPercent, promString, vectorBy, parseValue, alignMatrix,
-  counterSteps, rankRows, reportRates, niceTicks, placeMarkers, chartSvg, start,
+  counterSteps, rankRows, reportRates, niceTicks, placeMarkers, zoomStart, chartSvg, start,
 };
 });

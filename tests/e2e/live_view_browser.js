@@ -10,7 +10,7 @@ const os = require('os');
 
 const [url, cgroup, shotPrefix, holdFlag, holdSecs] = process.argv.slice(2);
 const nodeDir = process.env.LIVE_VIEW_NODE_MODULES;
-const { chromium } = require(path.join(nodeDir, 'playwright-core'));
+const { chromium } = require(path.resolve(nodeDir, 'playwright-core'));
 
 let fails = 0;
 function check(name, ok, detail) {
@@ -86,10 +86,10 @@ const optional = /\/api\/v1\/(query|query_range|alerts|rules)(\?|$)/;
   check('the cgroup view has chart series with data points', chartOk);
   // The newest point is from the last seconds: its x back to a time.
   const ageS = await page.evaluate(() => {
-    const span = Number(document.getElementById('range').value);
     let best = Infinity;
     for (const p of document.querySelectorAll('#one path.series')) {
       const svg = p.ownerSVGElement;
+      const span = Number(svg.dataset.t1) - Number(svg.dataset.t0);
       const W = svg.viewBox.baseVal.width;
       const xs = [...p.getAttribute('d').matchAll(/[ML]([\d.]+),/g)].map((m) => Number(m[1]));
       const x = Math.max(...xs);

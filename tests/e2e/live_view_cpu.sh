@@ -37,9 +37,9 @@ ticks() { awk '{print $14 + $15}' "/proc/$epid/stat"; }
 hz=$(getconf CLK_TCK)
 sleep 5
 a=$(ticks); sleep "$secs"; b=$(ticks)
-node "$here/live_view_browser.js" "http://127.0.0.1:$port" "" "" --hold 5 >/dev/null  # warm-up
+node "$here/live_view_browser.js" "http://127.0.0.1:$port" "" "" --hold 5 >/dev/null || { echo "FAIL: the browser"; exit 1; }  # warm-up
 c=$(ticks)
-node "$here/live_view_browser.js" "http://127.0.0.1:$port" "" "" --hold "$secs"
+node "$here/live_view_browser.js" "http://127.0.0.1:$port" "" "" --hold "$secs" || { echo "FAIL: the browser"; exit 1; }
 d=$(ticks)
 awk -v i=$((b - a)) -v v=$((d - c)) -v s="$secs" -v hz="$hz" 'BEGIN {
   printf "exporter CPU idle: %.4f s/s; with the view open: %.4f s/s; the view costs %.4f s/s (%.2f%% of a core)\n",

@@ -112,3 +112,11 @@ test('chart SVG: gaps break the line, markers drawn, labels escaped', () => {
   assert.match(svg, /&lt;u&gt;/);
   assert.doesNotMatch(svg, /<u>/);
 });
+
+test('zoom: the charts of a young cgroup start just before its first point, at least minSpan wide', () => {
+  const c = (pts) => ({ series: [{ points: pts }] });
+  assert.equal(L.zoomStart([c([[100, null], [250, 1]])], 0, 300, 60), 240);
+  assert.equal(L.zoomStart([c([[290, 1]])], 0, 300, 60), 240);           // >= 60 s shown
+  assert.equal(L.zoomStart([c([[2, 1]]), c([[200, 1]])], 0, 300, 60), 0);  // data from the start
+  assert.equal(L.zoomStart([c([[5, null]])], 0, 300, 60), 0);              // no data: the range
+});

@@ -18,17 +18,23 @@ namespace {
 using nlohmann::json;
 
 const metrics::Desc kQueries{"memcg_exporter_history_api_requests_total",
-                             "Query API requests, by endpoint.", metrics::Type::kCounter,
-                             {"endpoint"}, {}};
+                             "Query API requests, by endpoint.",
+                             metrics::Type::kCounter,
+                             {"endpoint"},
+                             {}};
 const metrics::Desc kErrors{"memcg_exporter_history_api_errors_total",
                             "Query API requests answered with an error, by endpoint.",
-                            metrics::Type::kCounter, {"endpoint"}, {}};
+                            metrics::Type::kCounter,
+                            {"endpoint"},
+                            {}};
 const metrics::Desc kSeconds{"memcg_exporter_history_api_duration_seconds_total",
                              "Time spent answering query API requests, by endpoint.",
-                             metrics::Type::kCounter, {"endpoint"}, {}};
+                             metrics::Type::kCounter,
+                             {"endpoint"},
+                             {}};
 
-constexpr const char* kEndpoints[] = {"query",    "query_range", "series",
-                                      "labels",   "label_values", "metadata",
+constexpr const char* kEndpoints[] = {"query",     "query_range",    "series",
+                                      "labels",    "label_values",   "metadata",
                                       "buildinfo", "query_exemplars"};
 constexpr size_t kNumEndpoints = std::size(kEndpoints);
 
@@ -51,7 +57,8 @@ std::vector<std::string> params(const http::Request& req, std::string_view name)
       std::string key = http::queryParam("k=" + std::string(kv.substr(0, eq)), "k");
       if (key == name) {
         out.push_back(http::queryParam(
-            "v=" + std::string(eq == std::string_view::npos ? "" : kv.substr(eq + 1)), "v"));
+            "v=" + std::string(eq == std::string_view::npos ? "" : kv.substr(eq + 1)),
+            "v"));
       }
       pos = amp + 1;
     }
@@ -72,7 +79,9 @@ std::string formatValue(double v) {
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
   return std::string(buf, r.ptr);
 }
-json point(int64_t t, double v) { return json::array({static_cast<double>(t) / 1000.0, formatValue(v)}); }
+json point(int64_t t, double v) {
+  return json::array({static_cast<double>(t) / 1000.0, formatValue(v)});
+}
 json metricJson(const promql::Labels& ls) {
   json m = json::object();
   for (const auto& l : ls) m[l.name] = l.value;
@@ -85,13 +94,15 @@ struct ApiError {
   std::string message;
 };
 
-void replySuccess(http::Response& resp, json data, const std::vector<std::string>& warnings = {}) {
+void replySuccess(http::Response& resp, json data,
+                  const std::vector<std::string>& warnings = {}) {
   json j = {{"status", "success"}, {"data", std::move(data)}};
   if (!warnings.empty()) j["warnings"] = warnings;
   http::replyJson(resp, j, 200);
 }
 void replyApiError(http::Response& resp, const ApiError& e) {
-  http::replyJson(resp, json{{"status", "error"}, {"errorType", e.type}, {"error", e.message}},
+  http::replyJson(resp,
+                  json{{"status", "error"}, {"errorType", e.type}, {"error", e.message}},
                   e.status);
 }
 ApiError badData(std::string m) { return {400, "bad_data", std::move(m)}; }
@@ -167,9 +178,10 @@ bool parseApiTime(std::string_view s, int64_t& ms) {
   int Y, M, D, h, m, sec;
   if (s.size() < 20) return false;
   std::string str(s);
-  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &Y, &M, &D, &h, &m, &sec) != 6 ||
-      str[4] != '-' || str[7] != '-' || (str[10] != 'T' && str[10] != 't') || str[13] != ':' ||
-      str[16] != ':')
+  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &Y, &M, &D, &h, &m, &sec) !=
+          6 ||
+      str[4] != '-' || str[7] != '-' || (str[10] != 'T' && str[10] != 't') ||
+      str[13] != ':' || str[16] != ':')
     return false;
   size_t i = 19;
   int64_t frac = 0;
@@ -187,14 +199,17 @@ bool parseApiTime(std::string_view s, int64_t& ms) {
   int64_t off = 0;
   if (i < str.size() && (str[i] == 'Z' || str[i] == 'z')) {
     ++i;
-  } else if (i + 6 == str.size() && (str[i] == '+' || str[i] == '-') && str[i + 3] == ':') {
-    int oh = std::atoi(str.substr(i + 1, 2).c_str()), om = std::atoi(str.substr(i + 4, 2).c_str());
+  } else if (i + 6 == str.size() && (str[i] == '+' || str[i] == '-') &&
+             str[i + 3] == ':') {
+    int oh = std::atoi(str.substr(i + 1, 2).c_str()),
+        om = std::atoi(str.substr(i + 4, 2).c_str());
     off = (oh * 60 + om) * 60 * (str[i] == '+' ? 1 : -1);
     i += 6;
   } else {
     return false;
   }
-  if (i != str.size() || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+  if (i != str.size() || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 ||
+      sec > 60)
     return false;
   std::tm tm{};
   tm.tm_year = Y - 1900;
@@ -245,8 +260,8 @@ struct QueryApi::Impl {
       return true;
     }
     if (!parseApiTime(v, out)) {
-      err = badData(std::string("invalid parameter \"") + name + "\": cannot parse \"" + v +
-                    "\" to a valid timestamp");
+      err = badData(std::string("invalid parameter \"") + name + "\": cannot parse \"" +
+                    v + "\" to a valid timestamp");
       return false;
     }
     return true;
@@ -258,27 +273,31 @@ struct QueryApi::Impl {
     if (v.empty()) return true;
     int64_t t;
     if (!parseApiDuration(v, t) || t <= 0) {
-      err = badData("invalid parameter \"timeout\": cannot parse \"" + v + "\" to a valid duration");
+      err = badData("invalid parameter \"timeout\": cannot parse \"" + v +
+                    "\" to a valid duration");
       return false;
     }
     out = std::min(t, opts.timeoutMs);
     return true;
   }
 
-  std::optional<ApiError> evalResult(const Result<promql::QueryResult>& r, const LimitedStorage& ls,
-                                     int64_t started, int64_t timeoutMs, json& data) {
+  std::optional<ApiError> evalResult(const Result<promql::QueryResult>& r,
+                                     const LimitedStorage& ls, int64_t started,
+                                     int64_t timeoutMs, json& data) {
     if (ls.exceeded())
       return ApiError{422, "execution",
                       "query processing would load too many samples into memory in query "
-                      "execution (limit " + std::to_string(opts.maxSamples) + ")"};
+                      "execution (limit " +
+                          std::to_string(opts.maxSamples) + ")"};
     if (!r.ok()) {
       const auto& d = r.error().detail;
       if (d.find("exceeded maximum resolution") != std::string::npos) return badData(d);
       return ApiError{422, "execution", d.empty() ? r.error().message() : d};
     }
     if (nowMs() - started > timeoutMs)
-      return ApiError{503, "timeout", "query timed out in expression evaluation (timeout " +
-                                          std::to_string(timeoutMs) + "ms)"};
+      return ApiError{503, "timeout",
+                      "query timed out in expression evaluation (timeout " +
+                          std::to_string(timeoutMs) + "ms)"};
     const auto& q = *r;
     json result;
     switch (q.type) {
@@ -318,7 +337,10 @@ struct QueryApi::Impl {
     int64_t t, to;
     const int64_t started = nowMs();
     if (!time(req, "time", started, t, err) || !timeout(req, to, err)) return err;
-    if (qs.empty()) return badData("invalid parameter \"query\": unknown position: parse error: no expression found in input");
+    if (qs.empty())
+      return badData(
+          "invalid parameter \"query\": unknown position: parse error: no expression "
+          "found in input");
     auto e = promql::parseExpr(qs);
     if (!e.ok()) return badData("invalid parameter \"query\": " + e.error().detail);
     LimitedStorage ls(history, opts.maxSamples);
@@ -330,26 +352,41 @@ struct QueryApi::Impl {
     ApiError err;
     const int64_t started = nowMs();
     int64_t start, end, step, to;
-    if (param(req, "start").empty()) return badData("invalid parameter \"start\": cannot parse \"\" to a valid timestamp");
-    if (param(req, "end").empty()) return badData("invalid parameter \"end\": cannot parse \"\" to a valid timestamp");
+    if (param(req, "start").empty())
+      return badData(
+          "invalid parameter \"start\": cannot parse \"\" to a valid timestamp");
+    if (param(req, "end").empty())
+      return badData("invalid parameter \"end\": cannot parse \"\" to a valid timestamp");
     if (!time(req, "start", 0, start, err) || !time(req, "end", 0, end, err)) return err;
-    if (end < start) return badData("invalid parameter \"end\": end timestamp must not be before start time");
+    if (end < start)
+      return badData(
+          "invalid parameter \"end\": end timestamp must not be before start time");
     const std::string sv = param(req, "step");
     if (!parseApiDuration(sv, step))
-      return badData("invalid parameter \"step\": cannot parse \"" + sv + "\" to a valid duration");
+      return badData("invalid parameter \"step\": cannot parse \"" + sv +
+                     "\" to a valid duration");
     if (step <= 0)
-      return badData("invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer");
+      return badData(
+          "invalid parameter \"step\": zero or negative query resolution step widths are "
+          "not accepted. Try a positive integer");
     if ((end - start) / step > opts.maxPoints)
-      return badData("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
+      return badData(
+          "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing "
+          "the query resolution (?step=XX)");
     if (!timeout(req, to, err)) return err;
     const std::string qs = param(req, "query");
-    if (qs.empty()) return badData("invalid parameter \"query\": unknown position: parse error: no expression found in input");
+    if (qs.empty())
+      return badData(
+          "invalid parameter \"query\": unknown position: parse error: no expression "
+          "found in input");
     auto e = promql::parseExpr(qs);
     if (!e.ok()) return badData("invalid parameter \"query\": " + e.error().detail);
-    if ((*e)->type() != promql::ValueType::kScalar && (*e)->type() != promql::ValueType::kVector)
-      return badData(std::string("invalid parameter \"query\": invalid expression type \"") +
-                     promql::valueTypeName((*e)->type()) +
-                     "\" for range query, must be Scalar or instant Vector");
+    if ((*e)->type() != promql::ValueType::kScalar &&
+        (*e)->type() != promql::ValueType::kVector)
+      return badData(
+          std::string("invalid parameter \"query\": invalid expression type \"") +
+          promql::valueTypeName((*e)->type()) +
+          "\" for range query, must be Scalar or instant Vector");
     LimitedStorage ls(history, opts.maxSamples);
     auto r = engine.rangeQuery(ls, **e, start, end, step);
     return evalResult(r, ls, started, to, data);
@@ -387,13 +424,17 @@ struct QueryApi::Impl {
     ApiError err;
     constexpr std::string_view kPrefix = "/api/v1/label/", kSuffix = "/values";
     std::string_view p = req.path;
-    if (p.size() <= kPrefix.size() + kSuffix.size() || p.substr(p.size() - kSuffix.size()) != kSuffix)
+    if (p.size() <= kPrefix.size() + kSuffix.size() ||
+        p.substr(p.size() - kSuffix.size()) != kSuffix)
       return ApiError{404, "bad_data", "unknown path " + req.path};
     std::string name = http::queryParam(
-        "n=" + std::string(p.substr(kPrefix.size(), p.size() - kPrefix.size() - kSuffix.size())),
+        "n=" + std::string(
+                   p.substr(kPrefix.size(), p.size() - kPrefix.size() - kSuffix.size())),
         "n");
-    bool valid = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
-    for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    bool valid = !name.empty() &&
+                 (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char c : name)
+      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!valid) return badData("invalid label name: \"" + name + "\"");
     int64_t mint, maxt;
     if (!range(req, mint, maxt, err)) return err;
@@ -423,7 +464,7 @@ struct QueryApi::Impl {
     for (const auto& [name, d] : byName) {
       if (!metric.empty() && name != metric) continue;
       if (limit >= 0 && n >= limit) break;
-      const char* type = d->type == metrics::Type::kCounter   ? "counter"
+      const char* type = d->type == metrics::Type::kCounter     ? "counter"
                          : d->type == metrics::Type::kHistogram ? "histogram"
                                                                 : "gauge";
       data[name] = json::array({{{"type", type}, {"help", d->help}, {"unit", ""}}});
@@ -433,12 +474,8 @@ struct QueryApi::Impl {
   }
 
   std::optional<ApiError> buildinfo(const http::Request&, json& data) {
-    data = {{"version", opts.version},
-            {"revision", opts.revision},
-            {"branch", ""},
-            {"buildUser", ""},
-            {"buildDate", ""},
-            {"goVersion", ""}};
+    data = {{"version", opts.version}, {"revision", opts.revision}, {"branch", ""},
+            {"buildUser", ""},         {"buildDate", ""},           {"goVersion", ""}};
     return std::nullopt;
   }
 };
@@ -477,10 +514,10 @@ void QueryApi::registerRoutes(http::Routes& routes) {
         replySuccess(resp, std::move(data));
       }
       I->requests[ep].fetch_add(1);
-      I->micros[ep].fetch_add(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                                start)
-              .count()));
+      I->micros[ep].fetch_add(
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count()));
     };
     routes.add({"GET", row.path, h});
     routes.add({"POST", row.path, h});
@@ -498,7 +535,8 @@ void QueryApi::collectMetrics(metrics::Sink& sink) const {
   for (size_t i = 0; i < kNumEndpoints; ++i) {
     sink.add(kQueries, {kEndpoints[i]}, static_cast<double>(impl_->requests[i].load()));
     sink.add(kErrors, {kEndpoints[i]}, static_cast<double>(impl_->errors[i].load()));
-    sink.add(kSeconds, {kEndpoints[i]}, static_cast<double>(impl_->micros[i].load()) * 1e-6);
+    sink.add(kSeconds, {kEndpoints[i]},
+             static_cast<double>(impl_->micros[i].load()) * 1e-6);
   }
 }
 

@@ -27,7 +27,7 @@ struct ApiOptions {
   int64_t maxPoints = 11'000;       ///< points per series of a range query
   int64_t timeoutMs = 2 * 60 * 1000;  ///< default and upper bound of ?timeout=
   int64_t lookbackMs = 5 * 60 * 1000;
-  std::string version;   ///< buildinfo
+  std::string version;  ///< buildinfo
   std::string revision;
   /// Every metric the exporter can export, for /api/v1/metadata.
   std::function<std::vector<const metrics::Desc*>()> describe;

@@ -18,8 +18,12 @@ double floatOf(uint64_t b) {
 }
 
 // Zig-zag signed <-> unsigned for the varint deltas.
-uint64_t zig(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzig(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
+uint64_t zig(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t unzig(uint64_t u) {
+  return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1);
+}
 
 // The signed dod buckets: width and prefix (prefix bits, prefix length).
 struct Bucket {
@@ -152,11 +156,13 @@ bool Chunk::append(int64_t t, double v) {
 }
 
 Status decodeChunk(std::span<const uint8_t> data, std::vector<promql::Sample>& out) {
-  auto bad = [](std::string why) { return makeError(EINVAL, "history chunk", std::move(why)); };
+  auto bad = [](std::string why) {
+    return makeError(EINVAL, "history chunk", std::move(why));
+  };
   if (data.size() < 2) return bad("shorter than its header");
   const unsigned n = (unsigned{data[0]} << 8) | data[1];
-  if (n > kChunkSamples) return bad("count " + std::to_string(n) + " above " +
-                                    std::to_string(kChunkSamples));
+  if (n > kChunkSamples)
+    return bad("count " + std::to_string(n) + " above " + std::to_string(kChunkSamples));
   BitReader r(data.subspan(2));
   int64_t t = 0, delta = 0;
   uint64_t v = 0, u = 0;
@@ -193,7 +199,8 @@ Status decodeChunk(std::span<const uint8_t> data, std::vector<promql::Sample>& o
         if (u >> (bits - 1)) u |= ~uint64_t{0} << bits;  // sign-extend
         dod = static_cast<int64_t>(u);
       }
-      delta = static_cast<int64_t>(static_cast<uint64_t>(delta) + static_cast<uint64_t>(dod));
+      delta =
+          static_cast<int64_t>(static_cast<uint64_t>(delta) + static_cast<uint64_t>(dod));
     }
     if (delta <= 0) return bad("timestamps not ascending at sample " + std::to_string(i));
     t = static_cast<int64_t>(static_cast<uint64_t>(t) + static_cast<uint64_t>(delta));
@@ -205,7 +212,8 @@ Status decodeChunk(std::span<const uint8_t> data, std::vector<promql::Sample>& o
         uint64_t lead, sig;
         if (!r.read(5, lead) || !r.read(6, sig)) return at("value window");
         if (sig == 0) sig = 64;
-        if (lead + sig > 64) return bad("value window past 64 bits at sample " + std::to_string(i));
+        if (lead + sig > 64)
+          return bad("value window past 64 bits at sample " + std::to_string(i));
         leading = static_cast<int>(lead);
         trailing = static_cast<int>(64 - lead - sig);
       } else if (leading < 0) {

@@ -19,27 +19,47 @@ using promql::Label;
 using promql::Labels;
 using promql::Matcher;
 
-const metrics::Desc kSeries{"memcg_exporter_history_series",
-                            "Series held by the history (live and ended, within retention).",
-                            metrics::Type::kGauge, {}, {}};
+const metrics::Desc kSeries{
+    "memcg_exporter_history_series",
+    "Series held by the history (live and ended, within retention).",
+    metrics::Type::kGauge,
+    {},
+    {}};
 const metrics::Desc kSamples{"memcg_exporter_history_samples",
-                             "Samples held by the history.", metrics::Type::kGauge, {}, {}};
+                             "Samples held by the history.",
+                             metrics::Type::kGauge,
+                             {},
+                             {}};
 const metrics::Desc kBytes{"memcg_exporter_history_bytes",
                            "Bytes of compressed sample chunks held by the history.",
-                           metrics::Type::kGauge, {}, {}};
+                           metrics::Type::kGauge,
+                           {},
+                           {}};
 const metrics::Desc kRefused{"memcg_exporter_history_series_refused_total",
                              "New series refused because of --history.series-limit.",
-                             metrics::Type::kCounter, {}, {}};
+                             metrics::Type::kCounter,
+                             {},
+                             {}};
 const metrics::Desc kAppended{"memcg_exporter_history_samples_appended_total",
-                              "Samples appended to the history.", metrics::Type::kCounter, {}, {}};
+                              "Samples appended to the history.",
+                              metrics::Type::kCounter,
+                              {},
+                              {}};
 const metrics::Desc kPass{"memcg_exporter_history_sampler_duration_seconds",
-                          "Time the history sampler's last pass took.", metrics::Type::kGauge,
-                          {}, {}};
+                          "Time the history sampler's last pass took.",
+                          metrics::Type::kGauge,
+                          {},
+                          {}};
 const metrics::Desc kPassTotal{"memcg_exporter_history_sampler_seconds_total",
                                "Time the history sampler's passes took, in all.",
-                               metrics::Type::kCounter, {}, {}};
+                               metrics::Type::kCounter,
+                               {},
+                               {}};
 const metrics::Desc kPasses{"memcg_exporter_history_sampler_passes_total",
-                            "History sampler passes.", metrics::Type::kCounter, {}, {}};
+                            "History sampler passes.",
+                            metrics::Type::kCounter,
+                            {},
+                            {}};
 
 constexpr int64_t kWalkEveryMs = 5000;
 
@@ -103,8 +123,8 @@ class HistoryQuerier final : public promql::Querier {
       fn;
 };
 
-void HistoryQuerier::select(const std::vector<Matcher>& matchers, int64_t mint, int64_t maxt,
-                            std::vector<promql::SeriesView>& out) {
+void HistoryQuerier::select(const std::vector<Matcher>& matchers, int64_t mint,
+                            int64_t maxt, std::vector<promql::SeriesView>& out) {
   fn(matchers, mint, maxt, *this, out);
 }
 
@@ -192,8 +212,8 @@ struct History::Impl {
     series.resize(w);
   }
 
-  void gather(const std::vector<Matcher>& ms, int64_t mint, int64_t maxt, HistoryQuerier& q,
-              std::vector<promql::SeriesView>& out) const {
+  void gather(const std::vector<Matcher>& ms, int64_t mint, int64_t maxt,
+              HistoryQuerier& q, std::vector<promql::SeriesView>& out) const {
     std::shared_lock lock(mu);
     const std::vector<Series*>* candidates = nullptr;
     std::vector<Series*> all;
@@ -215,7 +235,8 @@ struct History::Impl {
     std::unordered_map<uint64_t, size_t> byHash;
     std::vector<const Series*> hits;
     for (const Series* s : *candidates) {
-      if (s->chunks.empty() || s->chunks.front().minT() > maxt || s->lastT < mint) continue;
+      if (s->chunks.empty() || s->chunks.front().minT() > maxt || s->lastT < mint)
+        continue;
       if (!matchesAll(ms, s->labels)) continue;
       hits.push_back(s);
     }
@@ -249,8 +270,8 @@ struct History::Impl {
       if (q.samples[idx].empty()) continue;
       out.push_back({&q.labels[idx], q.samples[idx], true, h});
     }
-    std::sort(out.end() - static_cast<long>(std::min(out.size(), byHash.size())), out.end(),
-              [](const promql::SeriesView& a, const promql::SeriesView& b) {
+    std::sort(out.end() - static_cast<long>(std::min(out.size(), byHash.size())),
+              out.end(), [](const promql::SeriesView& a, const promql::SeriesView& b) {
                 return promql::compareLabels(*a.labels, *b.labels) < 0;
               });
   }
@@ -263,9 +284,11 @@ History::History(Options opts, CollectFn collect) : opts_(std::move(opts)) {
 }
 
 Result<std::unique_ptr<History>> History::create(Options opts, CollectFn collect) {
-  if (opts.intervalMs <= 0) return makeError(EINVAL, "--history.interval", "must be above 0");
+  if (opts.intervalMs <= 0)
+    return makeError(EINVAL, "--history.interval", "must be above 0");
   if (opts.retentionMs < opts.intervalMs)
-    return makeError(EINVAL, "--history.retention", "must be at least --history.interval");
+    return makeError(EINVAL, "--history.retention",
+                     "must be at least --history.interval");
   std::unique_ptr<History> h(new History(opts, std::move(collect)));
   for (const auto& m : opts.match) {
     auto r = h->select(m, 0);
@@ -295,18 +318,21 @@ Result<SelectionId> History::select(std::string_view selector, int64_t intervalM
   auto e = promql::parseExpr(selector);
   if (!e.ok()) return e.error();
   if ((*e)->kind != promql::NodeKind::kVectorSelector)
-    return makeError(EINVAL, "history select", "not a series selector: " + std::string(selector));
+    return makeError(EINVAL, "history select",
+                     "not a series selector: " + std::string(selector));
   auto* vs = static_cast<promql::VectorSelector*>(e->get());
   if (vs->offsetSet || vs->at.kind != promql::AtKind::kNone)
-    return makeError(EINVAL, "history select", "offset and @ do not apply to a selection");
+    return makeError(EINVAL, "history select",
+                     "offset and @ do not apply to a selection");
   return select(vs->matchers, intervalMs);
 }
 
 void History::unselect(SelectionId id) {
   std::lock_guard g(impl_->selMu);
   auto& v = impl_->selections;
-  v.erase(std::remove_if(v.begin(), v.end(), [id](const Selection& s) { return s.id == id; }),
-          v.end());
+  v.erase(
+      std::remove_if(v.begin(), v.end(), [id](const Selection& s) { return s.id == id; }),
+      v.end());
   ++impl_->selGen;
 }
 
@@ -395,13 +421,15 @@ void History::sampleOnce(int64_t now) {
     auto tree = I.collect(filter, sink);
     std::unordered_map<std::string_view, uint64_t> inodes;
     if (tree) {
-      for (const auto& c : tree->cgroups) inodes.emplace(c.path, static_cast<uint64_t>(c.inode));
+      for (const auto& c : tree->cgroups)
+        inodes.emplace(c.path, static_cast<uint64_t>(c.inode));
     }
 
     std::unique_lock lock(I.mu);
     const uint64_t pass = ++I.pass;
-    auto emit = [&](const metrics::Desc& d, std::string_view name, const metrics::LabelValues& lv,
-                    std::string_view extraName, std::string_view extraValue, double v) {
+    auto emit = [&](const metrics::Desc& d, std::string_view name,
+                    const metrics::LabelValues& lv, std::string_view extraName,
+                    std::string_view extraValue, double v) {
       uint64_t key = fnv(14695981039346656037ull, name);
       for (size_t i = 0; i < d.labels.size() && i < metrics::kMaxLabels; ++i)
         key = fnv(key, lv[i]);
@@ -413,7 +441,8 @@ void History::sampleOnce(int64_t now) {
         ls.push_back({std::string(promql::kMetricName), std::string(name)});
         for (size_t i = 0; i < d.labels.size() && i < metrics::kMaxLabels; ++i)
           ls.push_back({d.labels[i], std::string(lv[i])});
-        if (!extraName.empty()) ls.push_back({std::string(extraName), std::string(extraValue)});
+        if (!extraName.empty())
+          ls.push_back({std::string(extraName), std::string(extraValue)});
         ls = promql::makeLabels(std::move(ls));
         e.sels.clear();
         {
@@ -494,8 +523,10 @@ void History::sampleOnce(int64_t now) {
       e.live = nullptr;
     }
     for (auto it = I.entries.begin(); it != I.entries.end();) {
-      if (!it->second.live && it->second.seenPass != pass) it = I.entries.erase(it);
-      else ++it;
+      if (!it->second.live && it->second.seenPass != pass)
+        it = I.entries.erase(it);
+      else
+        ++it;
     }
     I.dropOld(now);
   } else {
@@ -544,13 +575,15 @@ void History::stop() {
 std::unique_ptr<promql::Querier> History::querier(int64_t, int64_t) const {
   auto q = std::make_unique<HistoryQuerier>();
   const Impl* I = impl_.get();
-  q->fn = [I](const std::vector<Matcher>& ms, int64_t mint, int64_t maxt, HistoryQuerier& qq,
-              std::vector<promql::SeriesView>& out) { I->gather(ms, mint, maxt, qq, out); };
+  q->fn = [I](const std::vector<Matcher>& ms, int64_t mint, int64_t maxt,
+              HistoryQuerier& qq, std::vector<promql::SeriesView>& out) {
+    I->gather(ms, mint, maxt, qq, out);
+  };
   return q;
 }
 
-std::vector<promql::Labels> History::series(const std::vector<std::vector<Matcher>>& matchers,
-                                            int64_t mint, int64_t maxt) const {
+std::vector<promql::Labels> History::series(
+    const std::vector<std::vector<Matcher>>& matchers, int64_t mint, int64_t maxt) const {
   std::shared_lock lock(impl_->mu);
   std::set<uint64_t> seen;
   std::vector<Labels> out;
@@ -560,8 +593,9 @@ std::vector<promql::Labels> History::series(const std::vector<std::vector<Matche
     for (const auto& ms : matchers) hit = hit || matchesAll(ms, s->labels);
     if (hit && seen.insert(s->hash).second) out.push_back(s->labels);
   }
-  std::sort(out.begin(), out.end(),
-            [](const Labels& a, const Labels& b) { return promql::compareLabels(a, b) < 0; });
+  std::sort(out.begin(), out.end(), [](const Labels& a, const Labels& b) {
+    return promql::compareLabels(a, b) < 0;
+  });
   return out;
 }
 
@@ -574,8 +608,8 @@ std::vector<std::string> History::labelNames(
 }
 
 std::vector<std::string> History::labelValues(
-    std::string_view name, const std::vector<std::vector<Matcher>>& matchers, int64_t mint,
-    int64_t maxt) const {
+    std::string_view name, const std::vector<std::vector<Matcher>>& matchers,
+    int64_t mint, int64_t maxt) const {
   std::set<std::string> values;
   for (const auto& ls : series(matchers, mint, maxt)) {
     auto v = promql::labelValue(ls, name);
@@ -615,7 +649,8 @@ void History::collectMetrics(metrics::Sink& sink) const {
 }
 
 std::vector<const metrics::Desc*> History::describeMetrics() {
-  return {&kSeries, &kSamples, &kBytes, &kRefused, &kAppended, &kPass, &kPassTotal, &kPasses};
+  return {&kSeries,   &kSamples, &kBytes,     &kRefused,
+          &kAppended, &kPass,    &kPassTotal, &kPasses};
 }
 
 }  // namespace memcg::history

@@ -55,19 +55,19 @@ FlagList historyFlags(Options& o);
 /// What the sampler reads through: one scrape of the /metrics collectors
 /// restricted by `filter` (App binds it to Scraper::scrape). The returned tree
 /// must outlive the sink's label values; its cgroups give the inodes.
-using CollectFn = std::function<std::shared_ptr<const CgroupTree>(const ScrapeFilter& filter,
-                                                                   metrics::Sink& sink)>;
+using CollectFn = std::function<std::shared_ptr<const CgroupTree>(
+    const ScrapeFilter& filter, metrics::Sink& sink)>;
 
 /// A registered selection (History::select); unselect() with it to drop it.
 using SelectionId = uint64_t;
 
 struct Stats {
-  size_t series = 0;          ///< live + ended series still in retention
-  uint64_t samples = 0;       ///< samples held now
-  uint64_t bytes = 0;         ///< chunk bytes held now (the compressed data)
-  uint64_t refused = 0;       ///< series refused by the series limit, total
-  uint64_t appended = 0;      ///< samples appended, total
-  double lastPassSeconds = 0; ///< the sampler's last pass
+  size_t series = 0;           ///< live + ended series still in retention
+  uint64_t samples = 0;        ///< samples held now
+  uint64_t bytes = 0;          ///< chunk bytes held now (the compressed data)
+  uint64_t refused = 0;        ///< series refused by the series limit, total
+  uint64_t appended = 0;       ///< samples appended, total
+  double lastPassSeconds = 0;  ///< the sampler's last pass
   uint64_t passes = 0;
   double passSecondsTotal = 0;
 };
@@ -84,7 +84,8 @@ class History final : public promql::Storage {
   /// now on. For the rules (each rule's selectors, at its group's interval)
   /// and the live view. Errors: a matcher with a bad regex, no matchers, or
   /// intervalMs < 0 (0 = the base interval).
-  Result<SelectionId> select(std::vector<promql::Matcher> matchers, int64_t intervalMs = 0);
+  Result<SelectionId> select(std::vector<promql::Matcher> matchers,
+                             int64_t intervalMs = 0);
   /// Parses `selector` (e.g. `memcg_memory_failcnt{cgroup="/a"}`) and selects it.
   Result<SelectionId> select(std::string_view selector, int64_t intervalMs = 0);
   void unselect(SelectionId id);
@@ -105,14 +106,17 @@ class History final : public promql::Storage {
 
   /// Every label name / the values of one label over series matching any of
   /// `matchers` sets (empty = all) with samples in [mint, maxt], sorted.
-  std::vector<std::string> labelNames(const std::vector<std::vector<promql::Matcher>>& matchers,
-                                      int64_t mint, int64_t maxt) const;
-  std::vector<std::string> labelValues(std::string_view name,
-                                       const std::vector<std::vector<promql::Matcher>>& matchers,
-                                       int64_t mint, int64_t maxt) const;
-  /// The label sets of series matching any of `matchers` sets (non-empty) in [mint, maxt].
-  std::vector<promql::Labels> series(const std::vector<std::vector<promql::Matcher>>& matchers,
-                                     int64_t mint, int64_t maxt) const;
+  std::vector<std::string> labelNames(
+      const std::vector<std::vector<promql::Matcher>>& matchers, int64_t mint,
+      int64_t maxt) const;
+  std::vector<std::string> labelValues(
+      std::string_view name, const std::vector<std::vector<promql::Matcher>>& matchers,
+      int64_t mint, int64_t maxt) const;
+  /// The label sets of series matching any of `matchers` sets (non-empty) in [mint,
+  /// maxt].
+  std::vector<promql::Labels> series(
+      const std::vector<std::vector<promql::Matcher>>& matchers, int64_t mint,
+      int64_t maxt) const;
 
   Stats stats() const;
   const Options& options() const { return opts_; }

@@ -9,8 +9,8 @@ namespace {
 int64_t durationFlag(const std::string& flag, const std::string& v) {
   int64_t ms = 0;
   if (!promql::parseDurationMs(v, ms) || ms <= 0) {
-    throw std::invalid_argument("--" + flag + " must be a duration such as 1s, 500ms or 15m, got \"" +
-                                v + "\"");
+    throw std::invalid_argument(
+        "--" + flag + " must be a duration such as 1s, 500ms or 15m, got \"" + v + "\"");
   }
   return ms;
 }
@@ -20,16 +20,21 @@ int64_t durationFlag(const std::string& flag, const std::string& v) {
 FlagList historyFlags(Options& o) {
   return {
       switchFlag("history.enable",
-                 "Keep the in-process history and serve /api/v1/query* over it.", o.enable),
+                 "Keep the in-process history and serve /api/v1/query* over it.",
+                 o.enable),
       {"history.retention", "How long the history keeps samples.", false,
-       [&o](const std::string& v) { o.retentionMs = durationFlag("history.retention", v); },
+       [&o](const std::string& v) {
+         o.retentionMs = durationFlag("history.retention", v);
+       },
        "15m"},
       {"history.interval", "The history sampler's base interval.", false,
-       [&o](const std::string& v) { o.intervalMs = durationFlag("history.interval", v); }, "1s"},
-      {"history.series-limit", "Series the history holds at most; more are refused and counted.",
-       false,
+       [&o](const std::string& v) { o.intervalMs = durationFlag("history.interval", v); },
+       "1s"},
+      {"history.series-limit",
+       "Series the history holds at most; more are refused and counted.", false,
        [&o](const std::string& v) {
-         o.seriesLimit = static_cast<size_t>(parseFlagInt("history.series-limit", v, 1, 10'000'000));
+         o.seriesLimit =
+             static_cast<size_t>(parseFlagInt("history.series-limit", v, 1, 10'000'000));
        },
        "200000"},
       {"history.match",

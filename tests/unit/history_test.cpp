@@ -2,6 +2,8 @@
 // limit, staleness on a vanished cgroup, a recreated cgroup as a new series,
 // selections and the filter the sampler hands the scrape. A fake CollectFn
 // stands in for the Scraper (the real one is covered by the e2e tests).
+#include "history/history.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 
 #include "collectors/collector.h"
 #include "history/chunk.h"
-#include "history/history.h"
 #include "promql/engine.h"
 #include "promql/parser.h"
 
@@ -35,13 +36,15 @@ TEST(HistoryChunk, RoundTripsEveryKindOfValueAndStep) {
   std::mt19937_64 rng(42);
   std::vector<Sample> in;
   int64_t t = 1'700'000'000'000;
-  const double specials[] = {0.0, -0.0, 1.0, 1e308, -1e-308, INFINITY, -INFINITY, NAN,
-                             promql::staleNaN(), 4.9e-324};
+  const double specials[] = {
+      0.0,     -0.0, 1.0, 1e308, -1e-308, INFINITY, -INFINITY, NAN, promql::staleNaN(),
+      4.9e-324};
   for (int i = 0; i < 120; ++i) {
     // Steps in every dod bucket: equal, small, 14/17/20 bits and beyond.
     const int64_t steps[] = {1000, 1000, 1001, 997, 9000, 70000, 600000, 5'000'000'000};
     t += steps[i % 8];
-    double v = i % 3 == 0 ? specials[i % 10] : std::ldexp(double(rng() % 100000), int(rng() % 40) - 20);
+    double v = i % 3 == 0 ? specials[i % 10]
+                          : std::ldexp(double(rng() % 100000), int(rng() % 40) - 20);
     in.push_back({t, v});
   }
   auto out = roundTrip(in);
@@ -64,7 +67,8 @@ TEST(HistoryChunk, RegularCountersCostAboutOneByteASample) {
   size_t cb = 0, gb = 0;
   EXPECT_EQ(roundTrip(counter, &cb).size(), 120u);
   EXPECT_EQ(roundTrip(gauge, &gb).size(), 120u);
-  std::printf("bytes/sample: counter %.3f, constant gauge %.3f\n", cb / 120.0, gb / 120.0);
+  std::printf("bytes/sample: counter %.3f, constant gauge %.3f\n", cb / 120.0,
+              gb / 120.0);
   EXPECT_LE(cb / 120.0, 2.0);
   EXPECT_LE(gb / 120.0, 0.5);
 }
@@ -196,13 +200,15 @@ TEST(History, RetentionDropsOldChunks) {
   EXPECT_GE(v[0].samples.front().t, kT0 + (1199 - 300 - 120) * 1000);
   EXPECT_EQ(v[0].samples.back().v, 1199);
   EXPECT_EQ(v[0].samples.size(), st.samples);
-  std::printf("bytes/sample (a counter +1 a second): %.3f\n", double(st.bytes) / st.samples);
+  std::printf("bytes/sample (a counter +1 a second): %.3f\n",
+              double(st.bytes) / st.samples);
   EXPECT_LE(double(st.bytes) / st.samples, 2.0);
 }
 
 TEST(History, SeriesLimitRefusesAndCounts) {
   FakeSource src;
-  for (int i = 0; i < 10; ++i) src.cgroups.push_back({"/c" + std::to_string(i), ino_t(i + 1)});
+  for (int i = 0; i < 10; ++i)
+    src.cgroups.push_back({"/c" + std::to_string(i), ino_t(i + 1)});
   history::Options o;
   o.seriesLimit = 4;
   o.match = {"test_usage_bytes"};
@@ -270,7 +276,8 @@ TEST(History, AppendedRuleSamples) {
   FakeSource src;
   history::Options o;
   auto h = make(src, o);
-  auto ls = promql::makeLabels({{"__name__", "ALERTS"}, {"alertname", "X"}, {"alertstate", "firing"}});
+  auto ls = promql::makeLabels(
+      {{"__name__", "ALERTS"}, {"alertname", "X"}, {"alertstate", "firing"}});
   EXPECT_TRUE(h->append(ls, kT0, 1));
   EXPECT_FALSE(h->append(ls, kT0, 1)) << "same timestamp";
   EXPECT_TRUE(h->append(ls, kT0 + 1000, 1));

@@ -16,6 +16,21 @@
 namespace memcg {
 namespace {
 
+/// The rule engine's metrics as a collector, so /metrics and /api/v1/metrics
+/// list them with the rest. The engine is built after the scraper (it reads
+/// the history, which samples through the scraper): it is looked up at collect.
+class RulesCollector final : public Collector {
+ public:
+  explicit RulesCollector(const std::unique_ptr<rules::Manager>& m) : m_(m) {}
+  void collect(ScrapeContext&, metrics::Sink& sink) override {
+    if (m_) m_->collect(sink);
+  }
+  std::vector<const metrics::Desc*> describe() const override { return rules::Manager::describe(); }
+
+ private:
+  const std::unique_ptr<rules::Manager>& m_;
+};
+
 bool enabled(const std::vector<std::string>& on, std::string_view name) {
   return std::find(on.begin(), on.end(), name) != on.end();
 }
@@ -59,6 +74,10 @@ App::App(const Options& opts) : opts_(opts) {
     collectors.push_back(
         {"controller", controller::makeControllerCollector(*controller_)});
   }
+  // Like the controller's, listed only when the engine can do something: rule
+  // files, or a controller for the webhook's actions.
+  if (!opts_.rules.files.empty() || controller_)
+    collectors.push_back({"rules", std::make_unique<RulesCollector>(rules_)});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = discovery_->refresh(); !t.ok()) {
@@ -224,7 +243,6 @@ void App::buildRoutes() {
          auto keep = scraper.scrape(sink);
          if (history_) history_->collectMetrics(sink);
          if (queryApi_) queryApi_->collectMetrics(sink);
-         if (rules_) rules_->collect(sink);
          metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;

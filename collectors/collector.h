@@ -22,6 +22,21 @@
 
 namespace memcg {
 
+/// A narrow restriction of one scrape (the history's sampler): the scraper
+/// runs only the collectors that describe() a family `family` accepts, and
+/// hands them a tree of only the cgroups `cgroup` accepts (the collectors
+/// themselves are unchanged: the same reading path as /metrics). Names a
+/// collector makes at run time (unknown memory.stat keys) come along only when
+/// their collector runs for a listed family. Empty functions accept all.
+struct ScrapeFilter {
+  std::function<bool(std::string_view family)> family;
+  std::function<bool(std::string_view cgroup)> cgroup;
+  /// false: read over the last discovery walk (when there is one) instead of
+  /// walking again. A cgroup removed since reads as gone and is skipped; new
+  /// ones appear at the next walk.
+  bool walk = true;
+};
+
 struct ScrapeContext {
   const CgroupTree& tree;
   std::string buf;  ///< scratch buffer for file contents, reused

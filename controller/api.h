@@ -44,6 +44,10 @@ class ControllerApi {
   /// POST protect, POST unprotect, GET state under /api/v1/controller/.
   void registerRoutes(http::Routes& routes) const;
 
+  /// nullopt when authorized (the bearer token; also used by the rules'
+  /// POST /-/reload and the Alertmanager webhook).
+  std::optional<HttpResult> authorize(const std::string& authHeader, bool mutating) const;
+
  private:
   /// The shared preamble: 503 while disabled, authorize, and for a mutating
   /// endpoint parse `body` as a JSON object; then `fn(body object or null)`.
@@ -51,8 +55,6 @@ class ControllerApi {
   HttpResult endpoint(const std::string& authHeader, bool mutating, const std::string* body,
                       Fn&& fn) const;
 
-  /// nullopt when authorized.
-  std::optional<HttpResult> authorize(const std::string& authHeader, bool mutating) const;
 
   Controller* controller_;
   std::string token_;

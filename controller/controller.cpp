@@ -289,6 +289,11 @@ std::optional<OpError> Controller::unprotect(const std::string& cgroup) {
   return std::nullopt;
 }
 
+bool Controller::isProtected(const std::string& cgroup) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return prots_.count(cgroup) != 0;
+}
+
 void Controller::updateCpu(std::atomic<double>& slot) { slot.store(threadCpuSeconds()); }
 
 }  // namespace memcg::controller

@@ -108,6 +108,8 @@ class Controller {
 
   std::optional<OpError> protect(const Protection& p);
   std::optional<OpError> unprotect(const std::string& cgroup);
+  /// A protection of `cgroup` exists (by whoever made it).
+  bool isProtected(const std::string& cgroup) const;
 
   /// JSON for GET /api/v1/controller/state.
   nlohmann::json state() const;

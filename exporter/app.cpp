@@ -11,9 +11,25 @@
 #include "exporter/api.h"
 #include "exporter/version.h"
 #include "exporter/web.h"
+#include "metrics/text_format.h"
 
 namespace memcg {
 namespace {
+
+/// The rule engine's metrics as a collector, so /metrics and /api/v1/metrics
+/// list them with the rest. The engine is built after the scraper (it reads
+/// the history, which samples through the scraper): it is looked up at collect.
+class RulesCollector final : public Collector {
+ public:
+  explicit RulesCollector(const std::unique_ptr<rules::Manager>& m) : m_(m) {}
+  void collect(ScrapeContext&, metrics::Sink& sink) override {
+    if (m_) m_->collect(sink);
+  }
+  std::vector<const metrics::Desc*> describe() const override { return rules::Manager::describe(); }
+
+ private:
+  const std::unique_ptr<rules::Manager>& m_;
+};
 
 bool enabled(const std::vector<std::string>& on, std::string_view name) {
   return std::find(on.begin(), on.end(), name) != on.end();
@@ -64,6 +80,10 @@ App::App(const Options& opts) : opts_(opts) {
     collectors.push_back(
         {"controller", controller::makeControllerCollector(*controller_)});
   }
+  // Like the controller's, listed only when the engine can do something: rule
+  // files, or a controller for the webhook's actions.
+  if (!opts_.rules.files.empty() || controller_)
+    collectors.push_back({"rules", std::make_unique<RulesCollector>(rules_)});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = discovery_->refresh(); !t.ok()) {
@@ -74,6 +94,8 @@ App::App(const Options& opts) : opts_(opts) {
   }
   walker_ = std::make_unique<DiscoveryWalker>(*discovery_);
 
+  buildHistory();
+  buildRules();
   buildRoutes();
   HttpServerOptions web;
   web.listenAddress = opts_.listenAddress;
@@ -94,6 +116,8 @@ App::App(const Options& opts) : opts_(opts) {
 App::~App() {
   // The server first: no request may reach a part being torn down.
   server_.reset();
+  if (rules_) rules_->stop();
+  if (history_) history_->stop();
   if (controller_) controller_->stop();
 }
 
@@ -123,12 +147,119 @@ void App::buildController() {
                              : controller::ControllerApi::readTokenFile(c.tokenFile));
 }
 
+void App::buildHistory() {
+  if (!opts_.history.enable) return;
+  Scraper& scraper = *scraper_;
+  auto h = history::History::create(
+      opts_.history, [&scraper](const ScrapeFilter& f, metrics::Sink& sink) {
+        return scraper.scrape(sink, f);
+      });
+  if (!h.ok()) throw std::invalid_argument(h.error().message());
+  history_ = std::move(*h);
+  // The live view's series (its PromQL runs over the history).
+  for (auto sel : web::kLiveViewSeries) {
+    if (auto id = history_->select(sel); !id.ok())
+      throw std::logic_error("live view selector: " + id.error().message());
+  }
+  history::ApiOptions ao;
+  ao.version = kVersion;
+  ao.revision = kRevision;
+  ao.describe = [&scraper] { return scraper.describe(); };
+  queryApi_ = std::make_unique<history::QueryApi>(*history_, std::move(ao));
+  history_->start();
+  std::string sel;
+  for (const auto& m : opts_.history.match) sel += (sel.empty() ? "" : " ") + m;
+  log::info("history started", "interval_ms=" + std::to_string(opts_.history.intervalMs) +
+                                   " retention_ms=" + std::to_string(opts_.history.retentionMs) +
+                                   " match=" + log::quote(sel));
+}
+
+/// The controller and discovery as the rule actions see them.
+class App::RuleTarget final : public rules::ProtectTarget {
+ public:
+  RuleTarget(controller::Controller& c, Discovery& d) : c_(c), d_(d) {}
+  std::optional<controller::OpError> protect(const controller::Protection& p) override {
+    return c_.protect(p);
+  }
+  std::optional<controller::OpError> unprotect(const std::string& cgroup) override {
+    return c_.unprotect(cgroup);
+  }
+  bool isProtected(const std::string& cgroup) const override { return c_.isProtected(cgroup); }
+  bool allowed(const std::string& cgroup) const override { return c_.allowed(cgroup); }
+  bool known(const std::string& cgroup) const override {
+    auto has = [&](const std::shared_ptr<const CgroupTree>& t) {
+      if (!t) return false;
+      for (const auto& cg : t->cgroups)
+        if (cg.path == cgroup) return true;
+      return false;
+    };
+    if (has(d_.current())) return true;
+    // A cgroup made since the last walk: walk once more.
+    auto t = d_.refresh();
+    return t.ok() && has(*t);
+  }
+
+ private:
+  controller::Controller& c_;
+  Discovery& d_;
+};
+
+void App::buildRules() {
+  if (controller_) ruleTarget_ = std::make_unique<RuleTarget>(*controller_, *discovery_);
+  ruleActions_ = std::make_unique<rules::Actions>(opts_.rules.actions, ruleTarget_.get());
+  rules::ManagerOptions mo;
+  mo.files = opts_.rules.files;
+  mo.defaultIntervalMs = opts_.rules.evaluationIntervalMs;
+  rules::ManagerBackend be;
+  be.actions = ruleActions_.get();
+  if (history_) {
+    history::History* h = history_.get();
+    be.storage = h;
+    be.append = [h](const promql::Labels& ls, int64_t t, double v) { h->append(ls, t, v); };
+    be.select = [this, h](std::vector<promql::Matcher> m, int64_t iv) {
+      auto id = h->select(std::move(m), iv);
+      if (!id.ok()) {
+        log::warn("rule selector not sampled", "err=" + log::quote(id.error().message()));
+        return;
+      }
+      std::lock_guard<std::mutex> g(ruleSelectionsMu_);
+      ruleSelections_.push_back(*id);
+    };
+    be.unselectAll = [this, h] {
+      std::lock_guard<std::mutex> g(ruleSelectionsMu_);
+      for (auto id : ruleSelections_) h->unselect(id);
+      ruleSelections_.clear();
+    };
+  } else {
+    // Without the history the rules see only their own output.
+    ruleStorage_ = std::make_unique<promql::MemoryStorage>();
+    promql::MemoryStorage* s = ruleStorage_.get();
+    be.storage = s;
+    be.append = [s](const promql::Labels& ls, int64_t t, double v) { s->append(ls, t, v); };
+    if (!opts_.rules.files.empty())
+      log::warn("rules run without the history: their selectors see no exporter series");
+  }
+  auto m = rules::Manager::create(mo, std::move(be));
+  if (!m.ok()) throw std::invalid_argument("--rules.file: " + m.error().message());
+  rules_ = std::move(*m);
+  rulesApi_ = std::make_unique<rules::RulesApi>(*rules_, *ruleActions_, *controllerApi_);
+  rules_->start();
+  if (!opts_.rules.files.empty())
+    log::info("rules loaded", "groups=" + std::to_string(rules_->groupCount()));
+}
+
+bool App::reloadRules() { return rules_->reload().ok(); }
+
 void App::buildRoutes() {
   Scraper& scraper = *scraper_;
   routes_.add(
-      {"GET", opts_.telemetryPath, [&scraper](const http::Request&, http::Response& r) {
+      {"GET", opts_.telemetryPath, [this, &scraper](const http::Request&, http::Response& r) {
          r.body.clear();
-         scraper.scrapeText(r.body);
+         metrics::Sink sink;
+         auto keep = scraper.scrape(sink);
+         if (history_) history_->collectMetrics(sink);
+         if (queryApi_) queryApi_->collectMetrics(sink);
+         metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;
        }});
@@ -144,6 +275,8 @@ void App::buildRoutes() {
   api::registerRoutes(routes_,
                       api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
   controllerApi_->registerRoutes(routes_);
+  if (queryApi_) queryApi_->registerRoutes(routes_);
+  rulesApi_->registerRoutes(routes_);
   web::registerRoutes(routes_,
                       web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
 }

@@ -11,6 +11,8 @@
 //   controller  (with --controller.enable) handed the tracer as a
 //               ReclaimAttribution; otherwise the journal is replayed
 //   scraper     the collectors (and the controller's metrics)
+//   history     (with --history.enable, the default) the sampler, reading
+//               through the scraper with a filter, and the query API over it
 //   routes      each part registers its rows (metrics, health, the JSON
 //               APIs, the landing page)
 //   http        the server, transport only
@@ -30,6 +32,11 @@
 #include "exporter/routes.h"
 #include "exporter/scraper.h"
 #include "exporter/web_config.h"
+#include "history/api.h"
+#include "history/history.h"
+#include "rules/actions.h"
+#include "rules/api.h"
+#include "rules/manager.h"
 
 namespace memcg {
 
@@ -53,10 +60,19 @@ class App {
   TaskstatsService* taskstats() { return taskstats_.get(); }
   /// Null unless --controller.enable.
   controller::Controller* controller() { return controller_.get(); }
+  /// Null with --no-history.enable. Rules and the live view select() their
+  /// series on it and append rule results to it.
+  history::History* history() { return history_.get(); }
+  rules::Manager& rules() { return *rules_; }
+  rules::Actions& ruleActions() { return *ruleActions_; }
+  /// Reloads --rules.file (SIGHUP); false when a file is bad (old rules kept).
+  bool reloadRules();
   int port() const { return server_->port(); }
 
  private:
   void buildController();
+  void buildHistory();
+  void buildRules();
   void buildRoutes();
 
   Options opts_;
@@ -67,6 +83,18 @@ class App {
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<controller::ControllerApi> controllerApi_;
   std::unique_ptr<Scraper> scraper_;
+  std::unique_ptr<history::History> history_;
+  std::unique_ptr<history::QueryApi> queryApi_;
+  // The rule engine: reads the history (or, with --no-history.enable, a
+  // storage of its own outputs only), acts through the controller.
+  class RuleTarget;
+  std::unique_ptr<RuleTarget> ruleTarget_;
+  std::unique_ptr<rules::Actions> ruleActions_;
+  std::unique_ptr<promql::MemoryStorage> ruleStorage_;
+  std::vector<history::SelectionId> ruleSelections_;
+  std::mutex ruleSelectionsMu_;
+  std::unique_ptr<rules::Manager> rules_;
+  std::unique_ptr<rules::RulesApi> rulesApi_;
   http::Routes routes_;
   std::unique_ptr<WebAuth> webAuth_;  ///< --web.config.file; before the server
   std::unique_ptr<HttpServer> server_;

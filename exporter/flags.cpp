@@ -63,6 +63,8 @@ FlagList flagTable(Options& o) {
   f.push_back(switchFlag("collector.disable-defaults",
                          "Disable all collectors not enabled explicitly.", o.disableDefaults));
   append(controller::controllerFlags(o.controller));
+  append(history::historyFlags(o.history));
+  append(rules::rulesFlags(o.rules));
   f.push_back({"log.level",
                "Only log messages with the given severity or above: debug, info, warn, error.",
                false,

@@ -15,6 +15,8 @@
 #include "collectors/discovery.h"
 #include "collectors/registry.h"
 #include "controller/options.h"
+#include "rules/options.h"
+#include "history/history.h"
 
 namespace memcg {
 
@@ -32,6 +34,8 @@ struct Options {
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options
   controller::ControllerOptions controller;
+  rules::RulesOptions rules;
+  history::Options history;
   bool disableDefaults = false;
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME
   bool showVersion = false;

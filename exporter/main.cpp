@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   try {
     App app(opts);
     int sig = 0;
-    sigwait(&sigs, &sig);
+    // SIGHUP reloads the rule files (a bad file keeps the old rules).
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) (void)app.reloadRules();
     log::info("shutting down", "signal=" + std::to_string(sig));
   } catch (const std::exception& e) {
     log::error("fatal", "err=" + log::quote(e.what()));

@@ -50,9 +50,24 @@ void Routes::add(Route r) {
   routes_.push_back(std::move(r));
 }
 
+namespace {
+// A row whose path ends in '*' matches every path with that prefix
+// (/api/v1/label/*/values style rows are "/api/v1/label/*").
+bool pathMatches(std::string_view pattern, std::string_view path) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    pattern.remove_suffix(1);
+    return path.size() > pattern.size() && path.substr(0, pattern.size()) == pattern;
+  }
+  return pattern == path;
+}
+}  // namespace
+
 const Route* Routes::find(std::string_view method, std::string_view path) const {
   for (const auto& r : routes_) {
     if (r.method == method && r.path == path) return &r;
+  }
+  for (const auto& r : routes_) {
+    if (r.method == method && pathMatches(r.path, path)) return &r;
   }
   return nullptr;
 }
@@ -60,7 +75,7 @@ const Route* Routes::find(std::string_view method, std::string_view path) const 
 std::string Routes::methodsFor(std::string_view path) const {
   std::string out;
   for (const auto& r : routes_) {
-    if (r.path != path) continue;
+    if (!pathMatches(r.path, path)) continue;
     if (!out.empty()) out += ", ";
     out += r.method;
   }

@@ -47,7 +47,7 @@ using Handler = std::function<void(const Request&, Response&)>;
 
 struct Route {
   std::string method;  ///< "GET", "POST"
-  std::string path;    ///< exact match
+  std::string path;    ///< exact match; a trailing '*' matches any longer path with that prefix
   Handler handler;
 };
 

@@ -121,6 +121,43 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   return tree;
 }
 
+std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink,
+                                                  const ScrapeFilter& filter) {
+  std::shared_ptr<const CgroupTree> full = filter.walk ? nullptr : discovery_.current();
+  if (!full) {
+    auto treeOr = discovery_.refresh();
+    if (!treeOr.ok()) return nullptr;
+    full = *treeOr;
+  }
+  auto tree = full;
+  if (filter.cgroup) {
+    auto sub = std::make_shared<CgroupTree>();
+    sub->layout = full->layout;
+    sub->generation = full->generation;
+    for (const auto& c : full->cgroups) {
+      if (filter.cgroup(c.path)) sub->cgroups.push_back(c);
+    }
+    tree = std::move(sub);
+  }
+  for (size_t i = 0; i < collectors_.size(); ++i) {
+    if (filter.family) {
+      bool want = false;
+      for (const auto* d : collectors_[i].collector->describe()) {
+        if (filter.family(d->name)) {
+          want = true;
+          break;
+        }
+      }
+      if (!want) continue;
+    }
+    ScrapeContext ctx(*tree);
+    collectors_[i].collector->collect(ctx, sink);
+    if (ctx.vanished) stats_->vanished.fetch_add(ctx.vanished);
+    if (!ctx.errors.empty()) stats_->errors[i].fetch_add(ctx.errors.size());
+  }
+  return tree;
+}
+
 void Scraper::scrapeText(std::string& out) {
   metrics::Sink sink;
   auto keep = scrape(sink);

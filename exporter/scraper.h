@@ -30,6 +30,10 @@ class Scraper {
   /// Runs one scrape into `sink`. The returned tree must be kept alive while
   /// the sink's label values are in use.
   std::shared_ptr<const CgroupTree> scrape(metrics::Sink& sink);
+  /// A scrape restricted by `filter` (the history's sampler): only the
+  /// collectors with a family it accepts, over only the cgroups it accepts,
+  /// without the exporter's own metrics. The returned tree is the filtered one.
+  std::shared_ptr<const CgroupTree> scrape(metrics::Sink& sink, const ScrapeFilter& filter);
 
   /// Runs one scrape and appends its text exposition to `out`.
   void scrapeText(std::string& out);

@@ -57,6 +57,19 @@ void registerRoutes(http::Routes& routes, std::string indexHtml) {
                 r.contentType = "text/html; charset=utf-8";
                 r.body = page;
               }});
+  const std::pair<const char*, std::pair<std::string_view, const char*>> assets[] = {
+      {"/live.js", {kLiveJs, "text/javascript; charset=utf-8"}},
+      {"/live.css", {kLiveCss, "text/css; charset=utf-8"}},
+  };
+  for (const auto& [path, asset] : assets) {
+    routes.add({"GET", path, [body = asset.first, type = asset.second](const http::Request&,
+                                                                       http::Response& r) {
+                  r.status = 200;
+                  r.contentType = type;
+                  r.compressible = true;
+                  r.body = std::string(body);
+                }});
+  }
 }
 
 }  // namespace memcg::web

@@ -3,7 +3,8 @@
 #   deps.sh build   compilers, libraries, ccache
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
 #                   python3 with python3-yaml for the alerts/dashboards checks and
-#                   python3-snappy for the PromQL agreement test's remote write, the
+#                   python3-snappy for the PromQL agreement test's remote write, chromium
+#                   for the live view's browser test (playwright-core from npm drives it), the
 #                   deployment checks' tools)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
@@ -18,7 +19,8 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libciv
 # validator, installed into the build tree) come with this machine kind's image; Debian's
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
-      python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux)
+      python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux
+      chromium)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

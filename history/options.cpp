@@ -1,0 +1,53 @@
+#include <stdexcept>
+
+#include "history/history.h"
+#include "promql/lexer.h"
+
+namespace memcg::history {
+namespace {
+
+int64_t durationFlag(const std::string& flag, const std::string& v) {
+  int64_t ms = 0;
+  if (!promql::parseDurationMs(v, ms) || ms <= 0) {
+    throw std::invalid_argument(
+        "--" + flag + " must be a duration such as 1s, 500ms or 15m, got \"" + v + "\"");
+  }
+  return ms;
+}
+
+}  // namespace
+
+FlagList historyFlags(Options& o) {
+  return {
+      switchFlag("history.enable",
+                 "Keep the in-process history and serve /api/v1/query* over it.",
+                 o.enable),
+      {"history.retention", "How long the history keeps samples.", false,
+       [&o](const std::string& v) {
+         o.retentionMs = durationFlag("history.retention", v);
+       },
+       "15m"},
+      {"history.interval", "The history sampler's base interval.", false,
+       [&o](const std::string& v) { o.intervalMs = durationFlag("history.interval", v); },
+       "1s"},
+      {"history.series-limit",
+       "Series the history holds at most; more are refused and counted.", false,
+       [&o](const std::string& v) {
+         o.seriesLimit =
+             static_cast<size_t>(parseFlagInt("history.series-limit", v, 1, 10'000'000));
+       },
+       "200000"},
+      {"history.match",
+       "A series selector the history samples every interval (repeatable; "
+       "'{__name__=~\".+\"}' for everything).",
+       false,
+       [&o](const std::string& v) {
+         if (!o.matchGiven) o.match.clear();
+         o.matchGiven = true;
+         o.match.push_back(v);
+       },
+       std::string(kDefaultMatch)},
+  };
+}
+
+}  // namespace memcg::history

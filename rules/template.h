@@ -1,0 +1,46 @@
+// Alert templates: the subset of Prometheus' Go text/template that rule
+// labels and annotations use. Actions are `{{ pipeline }}` (also `{{-` and
+// `-}}`, which trim the whitespace beside them); a pipeline is commands
+// joined by `|`, each a function with arguments or one operand. Operands:
+// `$labels`, `$labels.name`, `.Labels.name`, `$value`, `.Value`,
+// `$externalLabels.name`, `.ExternalLabels.name`, "strings", `raw strings`,
+// numbers. Functions: humanize, humanize1024, humanizeDuration,
+// humanizePercentage, humanizeTimestamp, printf, toUpper, toLower, title,
+// and no others. Anything else (if/range/with, queries) is
+// refused when the template is parsed, so `memcgtool check rules` reports it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace memcg::rules {
+
+struct TemplateData {
+  const std::map<std::string, std::string>* labels = nullptr;
+  const std::map<std::string, std::string>* externalLabels = nullptr;
+  double value = 0;
+};
+
+/// Expands `text`; an error names the action that failed.
+Result<std::string> expandTemplate(std::string_view text, const TemplateData& data);
+
+/// Parses without data (for checks): ok when every action is supported.
+Status checkTemplate(std::string_view text);
+
+/// Go's fmt of a float64 with %v / strconv 'g' -1 (shortest, e+06 from 1e6).
+std::string goFloat(double v);
+/// Go's fmt.Sprintf(format, v) for one float (verbs g, e, f, v, s, with flags,
+/// width and precision); "%!<verb>" for others.
+std::string goSprintf(std::string_view format, const std::vector<std::string>& strArgs,
+                      const std::vector<double>& numArgs, const std::vector<bool>& isNum);
+
+std::string humanize(double v);
+std::string humanize1024(double v);
+std::string humanizeDuration(double v);
+std::string humanizePercentage(double v);
+
+}  // namespace memcg::rules

@@ -65,7 +65,9 @@ void cgroups(const ApiParts& a, const http::Request&, http::Response& resp) {
 
 void metricTable(const ApiParts& a, const http::Request&, http::Response& resp) {
   json list = json::array();
-  for (const auto* d : a.scraper.describe()) {
+  auto descs = a.scraper.describe();
+  descs.insert(descs.end(), a.extraMetrics.begin(), a.extraMetrics.end());
+  for (const auto* d : descs) {
     list.push_back({{"name", d->name},
                     {"help", d->help},
                     {"type", std::string(typeName(d->type))},

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,9 @@ struct ApiParts {
   Scraper& scraper;
   tracing::Tracer* tracer = nullptr;       ///< /reclaim/report, /locks
   TaskstatsService* taskstats = nullptr;  ///< /delays
+  /// Metrics /metrics serves beside the collectors' (the history's and the
+  /// query API's), for /api/v1/metrics; empty: none.
+  std::vector<const metrics::Desc*> extraMetrics;
 };
 
 void registerRoutes(http::Routes& routes, ApiParts parts);

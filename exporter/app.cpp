@@ -272,8 +272,12 @@ void App::buildRoutes() {
                          : http::Response{503, "Not ready\n",
                                           "text/plain; charset=utf-8"};
                }});
-  api::registerRoutes(routes_,
-                      api::ApiParts{scraper, tracing_.tracer.get(), taskstats_.get()});
+  api::ApiParts parts{scraper, tracing_.tracer.get(), taskstats_.get()};
+  if (history_) {  // served by the telemetry route above, beside the collectors'
+    parts.extraMetrics = history::History::describeMetrics();
+    for (const auto* d : history::QueryApi::describeMetrics()) parts.extraMetrics.push_back(d);
+  }
+  api::registerRoutes(routes_, std::move(parts));
   controllerApi_->registerRoutes(routes_);
   if (queryApi_) queryApi_->registerRoutes(routes_);
   rulesApi_->registerRoutes(routes_);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "common/constant_time.h"
 #include "common/file.h"
 #include "common/log.h"
 
@@ -18,17 +19,6 @@ namespace {
 // A bcrypt hash of a random password nobody knows: an unknown user is
 // checked against it, so the answer takes as long as for a known one.
 constexpr const char* kDummyHash = "$2b$10$CaksTCc1fpPqZil1BnLv/Oig7XKDf5tm/w3zsqx4WHkvdMJjUPKqy";
-
-bool constantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
 
 std::string base64Decode(std::string_view in, bool& ok) {
   auto val = [](char c) -> int {

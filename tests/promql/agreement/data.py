@@ -23,10 +23,10 @@ SOURCE = HERE.parents[2]
 
 def stall_bounds_seconds():
     """The exporter's stall bucket bounds, read from their one definition (tracing/)."""
-    text = (SOURCE / "tracing" / "aggregator.h").read_text()
+    text = (SOURCE / "tracing" / "series_table.h").read_text()
     m = re.search(r"kStallBoundsNs\s*=\s*\{([^}]*)\}", text)
     if not m:
-        raise RuntimeError("kStallBoundsNs not found in tracing/aggregator.h")
+        raise RuntimeError("kStallBoundsNs not found in tracing/series_table.h")
     return [int(x.replace("'", "")) / 1e9 for x in m.group(1).split(",") if x.strip()]
 
 

@@ -11,7 +11,7 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: memcgtool test promql [--epsilon E] FILE...\n"
+  std::cerr << "usage: memcgtool test promql [--epsilon E] [--no-range-check] FILE...\n"
                "       memcgtool query instant [--time T] URL EXPR\n"
                "       memcgtool query range --start T --end T [--step D] URL EXPR\n";
   return 2;

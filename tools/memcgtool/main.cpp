@@ -12,7 +12,7 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: memcgtool test promql [--epsilon E] FILE...\n"
+  std::cerr << "usage: memcgtool test promql [--epsilon E] [--no-range-check] FILE...\n"
                "       memcgtool test rules FILE...\n"
                "       memcgtool check rules FILE...\n"
                "       memcgtool query instant [--time T] URL EXPR\n"

@@ -688,7 +688,7 @@ int testPromqlMain(int argc, char** argv, std::ostream& out) {
     }
   }
   if (files.empty()) {
-    out << "usage: memcgtool test promql [--epsilon E] FILE...\n";
+    out << "usage: memcgtool test promql [--epsilon E] [--no-range-check] FILE...\n";
     return 2;
   }
   int totalPassed = 0, totalFailed = 0, totalUnsupported = 0, filesFailed = 0;

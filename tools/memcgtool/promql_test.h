@@ -46,7 +46,7 @@ struct SeqValue {
 bool parseSeriesDesc(std::string_view line, promql::Labels& labels,
                      std::vector<SeqValue>& vals, std::string& err);
 
-/// `memcgtool test promql [--epsilon E] FILE...`
+/// `memcgtool test promql [--epsilon E] [--no-range-check] FILE...`
 int testPromqlMain(int argc, char** argv, std::ostream& out);
 
 }  // namespace memcg::tool

@@ -27,18 +27,6 @@ namespace {
 
 using namespace live;  // NOLINT
 
-/// The value of the sample line starting with `series` + " ", or -1.
-double sampleValue(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::strtod(text.c_str() + pos + series.size() + 1, nullptr);
-    }
-    ++pos;
-  }
-  return -1;
-}
-
 struct Scraped {
   std::string text;
   size_t errors = 0;

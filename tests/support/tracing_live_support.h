@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <thread>
@@ -241,6 +242,18 @@ inline TracerOptions liveTracerOptions(const char* what, int n) {
   o.memory_root = kMemcgRoot;
   o.memory_v2 = false;
   return o;
+}
+
+/// The value of the exposition line starting with `series` + " ", or -1.
+inline double sampleValue(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::strtod(text.c_str() + pos + series.size() + 1, nullptr);
+    }
+    ++pos;
+  }
+  return -1;
 }
 
 }  // namespace memcg::tracing::live

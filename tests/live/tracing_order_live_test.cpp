@@ -31,17 +31,6 @@ namespace {
 
 using namespace live;  // NOLINT
 
-double sampleValue(const std::string& text, const std::string& series) {
-  size_t pos = 0;
-  while ((pos = text.find(series + " ", pos)) != std::string::npos) {
-    if (pos == 0 || text[pos - 1] == '\n') {
-      return std::strtod(text.c_str() + pos + series.size() + 1, nullptr);
-    }
-    ++pos;
-  }
-  return -1;
-}
-
 std::string scrape(Collector& c, Discovery& d) {
   auto tree = d.refresh();
   EXPECT_TRUE(tree.ok());
@@ -302,11 +291,18 @@ TEST(TracingOrderLive, MigratingTaskStallsMatchKernelOrderedTrace) {
   EXPECT_EQ(km["unpaired"].get<uint64_t>(), 0u);
   EXPECT_EQ(kid_row["memcg_reclaims"].get<uint64_t>(), memcg.ends);
   EXPECT_EQ(h_count, static_cast<double>(memcg.pairs));
-  EXPECT_NEAR(cg_s, ref_s, 0.01 * ref_s);
-  EXPECT_NEAR(h_sum, ref_s, 0.01 * ref_s);
+  // 1%, plus 0.5 us per pair: each tracepoint hit is stamped separately in
+  // each instance, so one pair's duration differs between our instance and
+  // the reference by the difference of those stamping costs (measured here:
+  // 0.18-0.22 us per pair, exporter below the reference). On an idle machine
+  // a pair can be as short as 15 us, where that alone is above 1%. An
+  // ordering bug adds whole gaps between passes (milliseconds: +158% before).
+  const double slack = 0.5e-6 * static_cast<double>(memcg.pairs);
+  EXPECT_NEAR(cg_s, ref_s, 0.01 * ref_s + slack);
+  EXPECT_NEAR(h_sum, ref_s, 0.01 * ref_s + slack);
   // The task's stall is direct + memcg + softlimit (reclaim_report.h).
   const double ref_task_s = ref_s + static_cast<double>(direct.stall_us) * 1e-6;
-  EXPECT_NEAR(task_s, ref_task_s, 0.01 * ref_task_s);
+  EXPECT_NEAR(task_s, ref_task_s, 0.01 * ref_task_s + slack);
   EXPECT_EQ(ss.out_of_order, 0u);
   EXPECT_EQ(sampleValue(text, "memcg_trace_events_out_of_order_total"), 0);
   // Nothing unpaired for any reason an ordering bug or a loss would cause

@@ -336,13 +336,29 @@ bool runRuleTestFile(const std::string& path, std::ostream& out) {
         order[name] = i++;
       }
     }
-    std::vector<std::string> errs;
+    // Without group_eval_order promtool 2.42 evaluates the groups in Go's map
+    // order, i.e. at random: a test whose verdict depends on that order passes
+    // there only sometimes. We evaluate in file order and say so when the
+    // reverse order would give another verdict.
+    std::map<std::string, int> reverse;
+    if (order.empty() && groups->size() > 1)
+      for (size_t i = 0; i < groups->size(); ++i)
+        reverse[(*groups)[i].name] = static_cast<int>(groups->size() - i);
+    std::vector<std::string> errs, warnings;
     if (root["tests"])
       for (const auto& tg : root["tests"]) {
         if (unknownKeys(tg, kGroupKeys, "main.testGroup", out)) return false;
         auto e = runGroup(tg, evalMs, *groups, order);
+        if (!reverse.empty() && e.empty() != runGroup(tg, evalMs, *groups, reverse).empty())
+          warnings.push_back("    test group " + (tg["name"] ? tg["name"].as<std::string>() : std::string("(unnamed)")) +
+                             ": the verdict depends on the order the rule groups are evaluated in; promtool "
+                             "evaluates them in random order unless group_eval_order is given");
         errs.insert(errs.end(), e.begin(), e.end());
       }
+    if (!warnings.empty()) {
+      out << "  WARNING:\n";
+      for (const auto& w : warnings) out << w << "\n";
+    }
     if (!errs.empty()) {
       out << "  FAILED:\n";
       for (const auto& e : errs) out << e << "\n";

@@ -3,7 +3,9 @@
 //
 //   rule_files: [FILE or glob, relative to the test file]
 //   evaluation_interval: <duration>          default 1m
-//   group_eval_order: [group name...]        default: the order of the files
+//   group_eval_order: [group name...]        default: the order of the files (a
+//                                            WARNING when the verdict depends on it:
+//                                            promtool's order is random then)
 //   tests:
 //     - interval: <duration>                 input series step, default evaluation_interval
 //       name: <string>

@@ -213,10 +213,11 @@ const Cgroup* byPath(const CgroupTree& tree, const std::string& path) {
   return nullptr;
 }
 
-// Polls until pred(tree) holds; the bound is generous, the walker's interval tiny.
+// Polls until pred(tree) holds; the bound is generous (it returns as soon as
+// pred holds), the walker's interval tiny.
 template <typename Pred>
 std::shared_ptr<const CgroupTree> waitFor(Discovery& d, Pred pred) {
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 6000; ++i) {  // >= 60 s: a loaded machine may stall the walker
     auto tree = d.tree();
     if (tree.ok() && pred(**tree)) return *tree;
     std::this_thread::sleep_for(10ms);

@@ -279,6 +279,8 @@ TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
   f.t.write("memory/b/cgroup.procs", "");
   auto withB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
   ASSERT_NE(withB, nullptr) << "a new cgroup never showed up";
+  // The walker counts a walk after the tree it published: wait for the count.
+  for (int i = 0; i < 6000 && walker.walks() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_GT(walker.walks(), 0u);
 
   // Vanished: the tree a scrape still holds reads it as gone at once, before

@@ -79,8 +79,11 @@ RecoveryReport recoverJournal(const ControllerOptions& opts) {
 }
 
 Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams,
-                       tracing::ReclaimAttribution* attribution)
-    : opts_(std::move(opts)), discovery_(discovery), attribution_(attribution) {
+                       tracing::ReclaimAttribution* attribution, BudgetClock budgetClock)
+    : opts_(std::move(opts)),
+      discovery_(discovery),
+      attribution_(attribution),
+      budgetClock_(std::move(budgetClock)) {
   v2_ = discovery_.layout().mode == CgroupMode::kV2;
   if (!opts_.allow.empty()) {
     try {
@@ -90,7 +93,7 @@ Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOpt
     }
   }
   if (opts_.pollIntervalMs <= 0) throw std::invalid_argument("controller poll interval must be > 0");
-  if (opts_.cpuBudget <= 0) throw std::invalid_argument("controller CPU budget must be > 0");
+  if (auto why = checkBudgets(opts_); !why.empty()) throw std::invalid_argument(why);
   if (opts_.schedPolicy != "other" && opts_.schedPolicy != "batch" && opts_.schedPolicy != "idle")
     throw std::invalid_argument("controller sched policy must be other, batch or idle");
   auto audit = AuditLog::open(opts_.auditLog);
@@ -147,7 +150,7 @@ void Controller::start() {
   ev.data.u64 = kWakeId;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
   stop_ = false;
-  tokens_ = TokenBucket(static_cast<double>(opts_.maxBytesPerSecond), Clock::now());
+  tokens_ = TokenBucket(static_cast<double>(opts_.maxBytesPerSecond), budgetClock_.readNow());
   cpu_ = CpuBudget(opts_.cpuBudget);
   waiter_ = std::thread([this] { waiterLoop(); });
   worker_ = std::thread([this] { workerLoop(); });

@@ -95,8 +95,11 @@ class Controller {
   /// is replaced by the allow-list. `attribution` (may be null: tracing is
   /// down or off) is told which thread reclaims on purpose and for which
   /// cgroup, so the vmscan metrics charge that reclaim as proactive.
+  /// `budgetClock` is for tests: the clocks the bytes-per-second and CPU
+  /// budgets read (worker.h); default the real ones.
   Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {},
-             tracing::ReclaimAttribution* attribution = nullptr);
+             tracing::ReclaimAttribution* attribution = nullptr,
+             BudgetClock budgetClock = {});
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -175,6 +178,7 @@ class Controller {
   std::condition_variable cv_;
 
   // Budgets (worker only; worker.h).
+  BudgetClock budgetClock_;
   TokenBucket tokens_;
   CpuBudget cpu_;
 

@@ -3,9 +3,55 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "common/parse.h"
 #include "controller/controller.h"
 
 namespace memcg::controller {
+namespace {
+
+constexpr uint64_t kMaxFlagBytes = 1ull << 50;  // 1 PiB: a typo, not a budget
+
+/// A number f with lo < f <= hi for --`flag`; throws std::invalid_argument.
+double parseFlagFraction(const std::string& flag, const std::string& v, double lo, double hi,
+                         const char* range) {
+  double f = 0;
+  bool good = false;
+  try {
+    size_t n = 0;
+    f = std::stod(v, &n);
+    good = n == v.size() && f > lo && f <= hi;
+  } catch (const std::exception&) {
+    good = false;
+  }
+  if (!good)
+    throw std::invalid_argument("--" + flag + " must be a number in " + range + ", got \"" + v +
+                                "\"");
+  return f;
+}
+
+/// Whole bytes in [lo, kMaxFlagBytes] for --`flag`; throws std::invalid_argument.
+uint64_t parseFlagBytes(const std::string& flag, const std::string& v, uint64_t lo) {
+  auto n = parseU64(v);
+  if (!n || *n < lo || *n > kMaxFlagBytes) {
+    throw std::invalid_argument("--" + flag + " must be whole bytes in " + std::to_string(lo) +
+                                ".." + std::to_string(kMaxFlagBytes) + ", got \"" + v + "\"");
+  }
+  return *n;
+}
+
+}  // namespace
+
+std::string checkBudgets(const ControllerOptions& o) {
+  if (!(o.cpuBudget > 0 && o.cpuBudget <= 1)) return "controller CPU budget must be in (0, 1]";
+  if (o.maxBytesPerSecond < (1u << 20) || o.maxBytesPerSecond > kMaxFlagBytes)
+    return "controller bytes per second must be 1 MiB..1 PiB";
+  if (o.maxNudgesPerEpisode < 1 || o.maxNudgesPerEpisode > 1000)
+    return "controller nudges per episode must be 1..1000";
+  if (o.maxStepBytes < 4096 || o.maxStepBytes > kMaxFlagBytes)
+    return "controller step must be 4096 bytes..1 PiB";
+  if (o.cooldownMs < 0 || o.cooldownMs > 600000) return "controller cooldown must be 0..600000 ms";
+  return {};
+}
 
 FlagList controllerFlags(ControllerOptions& o) {
   return {
@@ -91,6 +137,44 @@ FlagList controllerFlags(ControllerOptions& o) {
          o.marginMaxFraction = f;
        },
        "0.5"},
+      {"controller.cpu-budget",
+       "CPU the controller's worker may use, fraction of one CPU per 1 s window (0 < f <= 1); "
+       "an episode stops, counted as throttled (reason cpu), when it is spent.",
+       false,
+       [&o](const std::string& v) {
+         o.cpuBudget = parseFlagFraction("controller.cpu-budget", v, 0, 1, "(0, 1]");
+       },
+       "0.5"},
+      {"controller.max-bytes-per-second",
+       "Reclaim rate cap over all protections, bytes (a token bucket with a 1 s burst; at "
+       "least 1048576); an episode stops, counted as throttled (reason rate), when it is "
+       "spent.",
+       false,
+       [&o](const std::string& v) {
+         o.maxBytesPerSecond = parseFlagBytes("controller.max-bytes-per-second", v, 1u << 20);
+       },
+       "8589934592"},
+      {"controller.max-nudges-per-episode",
+       "Actuations (v1 lower-and-restore pairs, v2 memory.reclaim writes) per episode at most.",
+       false,
+       [&o](const std::string& v) {
+         o.maxNudgesPerEpisode = parseFlagInt("controller.max-nudges-per-episode", v, 1, 1000);
+       },
+       "8"},
+      {"controller.max-step-bytes",
+       "Bytes one actuation asks for at most (at least 4096).", false,
+       [&o](const std::string& v) {
+         o.maxStepBytes = parseFlagBytes("controller.max-step-bytes", v, 4096);
+       },
+       "268435456"},
+      {"controller.cooldown-ms",
+       "Quiet time after an episode before the next one for the same cgroup, ms "
+       "(dry-run: at least 1000).",
+       false,
+       [&o](const std::string& v) {
+         o.cooldownMs = parseFlagInt("controller.cooldown-ms", v, 0, 600000);
+       },
+       "5"},
       {"controller.psi-trigger",
        "PSI trigger the controller writes to a protected v2 cgroup's memory.pressure: "
        "\"some|full <stall us> <window us>\" (window 500000..10000000).",

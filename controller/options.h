@@ -20,10 +20,10 @@ struct ControllerOptions {
   std::string journal = "/var/lib/memcg_exporter/controller.journal";  ///< --controller.journal
   std::string auditLog;         ///< --controller.audit-log: JSON lines; empty = log only
 
-  // Tunables (flags optional; defaults fit seed 000).
+  // Tunables (defaults fit seed 000). The safety budgets each have a flag.
   uint64_t floorBytes = 16ull << 20;  ///< never reclaim a cgroup below this usage
-  uint64_t maxStepBytes = 256ull << 20;  ///< at most this much per limit nudge
-  int cooldownMs = 5;           ///< quiet time after an episode for a cgroup
+  uint64_t maxStepBytes = 256ull << 20;  ///< --controller.max-step-bytes: at most this much per nudge
+  int cooldownMs = 5;           ///< --controller.cooldown-ms: quiet time after an episode for a cgroup
   int pollIntervalMs = 50;      ///< --controller.poll-interval-ms: fallback polling period
                                 ///< (the v1 eventfd / v2 memory.events and PSI are the fast path)
   /// --controller.v2-wake: v2 wake sources besides the poll. memory.events
@@ -41,9 +41,14 @@ struct ControllerOptions {
   /// (margin_adapt.h) widens up to this fraction of the limit; 0 = no
   /// adaptation (the configured margins only). 0 <= f <= 0.75.
   double marginMaxFraction = 0.5;
-  int maxNudgesPerEpisode = 8;  ///< lower-and-restore pairs per trigger at most
-  double cpuBudget = 0.5;       ///< controller worker CPU, fraction of one CPU per 1 s window
-  uint64_t maxBytesPerSecond = 8ull << 30;  ///< reclaim rate cap (token bucket, 1 s burst)
+  /// --controller.max-nudges-per-episode: actuations per trigger at most.
+  int maxNudgesPerEpisode = 8;
+  /// --controller.cpu-budget: the worker thread's CPU, fraction of one CPU
+  /// per 1 s window (0 < f <= 1).
+  double cpuBudget = 0.5;
+  /// --controller.max-bytes-per-second: reclaim rate cap (token bucket, 1 s
+  /// burst; at least 1 MiB, the smallest actuation).
+  uint64_t maxBytesPerSecond = 8ull << 30;
   /// Scheduling policy of the waiter/worker threads: "other", "batch" or
   /// "idle". Whatever it is, each lower-and-restore pair (v1) and each
   /// memory.reclaim write (v2) runs under SCHED_OTHER: measured here, SCHED_IDLE
@@ -57,5 +62,9 @@ struct ControllerOptions {
 
 /// The --controller.* flags (controller/options.cpp).
 FlagList controllerFlags(ControllerOptions& o);
+
+/// Why the budgets and limits in `o` are out of range (empty: they are not):
+/// the flags and the Controller's constructor both check with it.
+std::string checkBudgets(const ControllerOptions& o);
 
 }  // namespace memcg::controller

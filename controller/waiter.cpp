@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -214,7 +215,10 @@ void Controller::waiterLoop() {
   struct epoll_event evs[32];
   bool retrySoon = false;
   while (!stop_) {
-    int timeout = retrySoon ? std::max(1, opts_.cooldownMs) : opts_.pollIntervalMs;
+    // A cgroup in its cooldown is retried when the cooldown ends, but never
+    // later than the next poll: the others are polled on time.
+    int timeout = retrySoon ? std::max(1, std::min(opts_.cooldownMs, opts_.pollIntervalMs))
+                            : opts_.pollIntervalMs;
     int n = ::epoll_wait(epoll_.get(), evs, 32, timeout);
     Clock::time_point now = Clock::now();
     if (stop_) break;

@@ -23,7 +23,7 @@ void Controller::workerLoop() {
   // so the vmscan metrics tell it apart from the workload's own reclaim.
   const auto tid = static_cast<int32_t>(::gettid());
   if (attribution_) attribution_->markReclaimer(tid);
-  cpu_.start(Clock::now(), threadCpuSeconds());
+  cpu_.start(budgetClock_.readNow(), budgetClock_.readCpu());
   for (;;) {
     std::shared_ptr<Prot> p;
     {
@@ -134,9 +134,9 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
       return;
     }
     // Budgets: bytes per second (token bucket, 1 s burst) and CPU per 1 s window.
-    Clock::time_point now = Clock::now();
+    Clock::time_point now = budgetClock_.readNow();
     tokens_.refill(now);
-    const std::string throttle(throttleReason(cpu_.spent(now, threadCpuSeconds()), tokens_));
+    const std::string throttle(throttleReason(cpu_.spent(now, budgetClock_.readCpu()), tokens_));
     if (!throttle.empty()) {
       std::lock_guard<std::mutex> g(mu_);
       throttled_[throttle]++;

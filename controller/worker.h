@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string_view>
 
 namespace memcg::controller {
@@ -15,6 +16,18 @@ using SteadyClock = std::chrono::steady_clock;
 
 /// CPU time of the calling thread, seconds.
 double threadCpuSeconds();
+
+/// The clocks the budgets read (the worker thread calls them): the steady
+/// clock and the worker thread's CPU time by default. A test seam: a fake
+/// clock makes the token bucket and the CPU window exact (nothing refills
+/// or resets until the test moves the clock). The cooldown and the latency
+/// histograms keep the real clock.
+struct BudgetClock {
+  std::function<SteadyClock::time_point()> now;  ///< null: SteadyClock::now
+  std::function<double()> cpuSeconds;            ///< null: threadCpuSeconds
+  SteadyClock::time_point readNow() const { return now ? now() : SteadyClock::now(); }
+  double readCpu() const { return cpuSeconds ? cpuSeconds() : threadCpuSeconds(); }
+};
 
 /// Refills at `rate` bytes per second up to one second's worth.
 class TokenBucket {

@@ -20,7 +20,10 @@ for bad in --nope --web.gzip-level=10 --web.gzip-level=x --cgroup.max-depth=-1 \
            '--cgroup.include=(' '--cgroup.exclude=[' --cgroup.limit=abc --log.level=loud \
            --collector.nosuch --no-collector.nosuch '--controller.psi-trigger=some 1 1' \
            --controller.sched-policy=fifo --controller.poll-interval-ms=0 \
-           --controller.v2-wake=bogus '--controller.allow=(' --web.listen-address; do
+           --controller.v2-wake=bogus '--controller.allow=(' --controller.cpu-budget=0 \
+           --controller.cpu-budget=1.5 --controller.max-bytes-per-second=1048575 \
+           --controller.max-nudges-per-episode=0 --controller.max-step-bytes=4095 \
+           --controller.cooldown-ms=-1 --web.listen-address; do
   # A flag accepted by mistake starts the exporter: on a free loopback port,
   # with a journal in $tmp, and ended by the timeout (status 124).
   timeout 10 "$exporter" --web.listen-address="127.0.0.1:$port" --no-collector.vmscan \
@@ -42,6 +45,9 @@ check "bad flag --controller.sched-policy=fifo with --controller.enable: exit 2 
 check "--version: exit 0, prints the version ($(head -1 "$tmp/out"))" bash -c "[ $rc = 0 ] && grep -qE '[0-9]+\.[0-9]+\.[0-9]+' '$tmp/out'"
 "$exporter" --help >"$tmp/out" 2>&1; rc=$?
 check "--help: exit 0, lists the flags" bash -c "[ $rc = 0 ] && grep -q -- '--web.telemetry-path' '$tmp/out'"
+for f in cpu-budget max-bytes-per-second max-nudges-per-episode max-step-bytes cooldown-ms; do
+  check "--help documents --controller.$f" grep -q -- "--controller.$f" "$tmp/out"
+done
 
 # IPv6: Debian 12's civetweb is built without it. Where it has none, the
 # exporter refuses [::1] as a bad flag (exit 2, one line naming the reason;

@@ -101,10 +101,17 @@ extra = socket.create_connection(("127.0.0.1", port))
 extra.settimeout(3)
 first = extra.recv(4096).split(b"\r\n")[0].decode()
 for s in held: s.close()
-time.sleep(0.5)
-c = socket.create_connection(("127.0.0.1", port), timeout=3)
-c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-after = c.recv(4096).split(b"\r\n")[0].decode()
+# The server notices the closes on its own time: retry (a loaded machine may
+# take longer than any fixed sleep), 30 s at most.
+deadline = time.time() + 30
+while True:
+    time.sleep(0.5)
+    c = socket.create_connection(("127.0.0.1", port), timeout=3)
+    c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    after = c.recv(4096).split(b"\r\n")[0].decode()
+    c.close()
+    if after.startswith("HTTP/1.1 200") or time.time() > deadline:
+        break
 print(first + " | " + after)
 PY
 )

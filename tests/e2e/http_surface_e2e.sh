@@ -19,10 +19,9 @@
 #     --controller.sched-policy on the controller's threads,
 #     memcg_exporter_cgroups_vanished_total above 0 (cgroups removed while
 #     scrapes run).
-# Not here: the 500 answer of a handler that throws. No request makes one
-# throw, and lowering the running process's RLIMIT_AS / RLIMIT_DATA with
-# prlimit does not either (the answers are built from memory malloc already
-# holds). It stays untested until the server has a seam for it.
+# Not here: the 500 answer of a handler that throws (no request makes one
+# throw): unit.HttpServer.AThrowingHandlerAnswers500AndTheServerStaysUp gives
+# the real server a throwing route and asks it over HTTP.
 #
 # Bad flags (exit 2): bad_flags_e2e.sh.
 #

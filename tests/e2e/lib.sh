@@ -5,13 +5,53 @@ check() {  # check NAME COMMAND...
   local name=$1; shift
   if "$@"; then echo "PASS $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
 }
-free_port() {  # a loopback port nobody listens on
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + RANDOM % 20000))
-    ss -ltn 2>/dev/null | awk '{print $4}' | grep -q ":$p\$" || { echo "$p"; return; }
+# free_port: a loopback TCP port for a server this script starts. Race-free
+# in practice, not by luck:
+#   - picked outside net.ipv4.ip_local_port_range, so no client socket (curl,
+#     Prometheus' scrapes, any session's connections) is ever given it by the
+#     kernel between the pick and the server's bind;
+#   - reserved for this script (an atomic mkdir under $FREE_PORT_DIR, freed
+#     by free_ports_release or when the reserving shell is gone), so two
+#     scripts running at once never pick the same one;
+#   - bound once here (python3, SO_REUSEADDR like the servers) to prove that
+#     nothing else holds it.
+# A server that still fails to bind should be restarted on another port
+# (the scripts that start one retry; the exporter can also take port 0 and
+# log the port it bound).
+FREE_PORT_DIR=${FREE_PORT_DIR:-/tmp/memcg_exporter_test_ports}
+free_port() {
+  local lo hi first last span p owner
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=32768; hi=60999; }
+  if [ "$lo" -gt 11024 ]; then first=10000; last=$((lo - 1)); else first=$((hi + 1)); last=65535; fi
+  span=$((last - first + 1))
+  [ "$span" -gt 100 ] || { echo "free_port: no room outside the ephemeral range $lo-$hi" >&2; return 1; }
+  mkdir -p "$FREE_PORT_DIR" 2>/dev/null
+  for _ in $(seq 1 200); do
+    p=$((first + (RANDOM * 32768 + RANDOM) % span))
+    if ! mkdir "$FREE_PORT_DIR/$p" 2>/dev/null; then
+      # Reserved: take it over only when the reserving shell is gone.
+      owner=$(cat "$FREE_PORT_DIR/$p/pid" 2>/dev/null)
+      [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null && continue
+      rm -rf "$FREE_PORT_DIR/$p" 2>/dev/null
+      mkdir "$FREE_PORT_DIR/$p" 2>/dev/null || continue
+    fi
+    echo $$ >"$FREE_PORT_DIR/$p/pid"
+    if python3 -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+    rm -rf "$FREE_PORT_DIR/$p"
   done
   return 1
+}
+free_ports_release() {  # drops the reservations this shell made (also done when it is gone)
+  local d
+  for d in "$FREE_PORT_DIR"/*/; do
+    [ "$(cat "$d/pid" 2>/dev/null)" = "$$" ] && rm -rf "$d"
+  done
+  return 0
 }
 wait_http() {  # wait_http URL SECONDS
   local deadline=$((SECONDS + $2))

@@ -85,8 +85,27 @@ class TaskstatsExitLive : public ::testing::Test {
     }
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(cg.streamFile(file.path()), 0);  // no scrape while it lives
-    // The reader runs a poll behind; the listener thread places the exit.
-    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    // The reader runs a poll behind: wait until the traced count stays the
+    // same while the reader thread ran twice (its CPU time moved: a round
+    // each), not a fixed 800 ms. The first scrape then places the exit,
+    // which the pid cache keeps for 50 reader rounds: the wait stays well
+    // inside that (at most 8 s; a loaded machine runs fewer rounds).
+    auto sampleNow = [&] {
+      TraceSnapshot s = (*tracer)->snapshot();
+      uint64_t n = 0;
+      for (const auto& c : s.cgroups)
+        if (c.path == cg.label()) n = c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
+      return std::make_pair(n, s.reader_cpu_ns);
+    };
+    auto last = sampleNow();
+    int quietRounds = 0;
+    for (int i = 0; i < 160 && quietRounds < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto now = sampleNow();
+      if (now.first != last.first) quietRounds = 0;
+      else if (now.second != last.second) ++quietRounds;
+      last = now;
+    }
     auto d = (*agg)->collect(cg.path());  // the first scrape: after the exit
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message());
     if (d.ok()) r.delays = (*d)[DelayClass::kFreepages].count;
@@ -95,10 +114,10 @@ class TaskstatsExitLive : public ::testing::Test {
       if (c.path == cg.label()) r.traced = c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
     }
     std::printf(
-        "[ live ] %s: task ran %.2f s, no scrape; freepages delays attributed %lu, memcg "
+        "[ live ] %s: task ran and was placed in %.2f s, no scrape; freepages delays attributed %lu, memcg "
         "reclaims traced %lu, exits located %lu\n",
         with_tracer ? "tracer lookup" : "sampling fallback",
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - 0.8,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
         static_cast<unsigned long>(r.delays), static_cast<unsigned long>(r.traced),
         static_cast<unsigned long>(r.located));
     return r;

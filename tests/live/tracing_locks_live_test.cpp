@@ -34,8 +34,13 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "tests/support/tracing_live_support.h"
@@ -342,23 +347,71 @@ TEST_F(LocksLive, RstatContentionAgreesWithSecondInstance) {
     });
   }
   // Streamers: rounds of readers of the file in the first kStreamers cgroups
-  // (each Child drops the file's cache first) until the 15 s are up.
+  // (each Child drops the file's cache first) until the 15 s are up. The
+  // workload is bounded by time, not by how far it got: on a loaded host
+  // (thousands of cgroups elsewhere make every root flush long) a round
+  // under 8 spinning flushers can take minutes. A watchdog stops the
+  // flushers at 15 s and kills the round's streamers 60 s later; the
+  // comparison below counts the same [A,B] window either way.
   auto t0 = std::chrono::steady_clock::now();
-  int rounds = 0;
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15)) {
-    std::vector<std::unique_ptr<Child>> kids;
-    for (int i = 0; i < kStreamers; ++i) {
-      kids.push_back(std::make_unique<Child>(f.path));
-      ASSERT_GT(kids.back()->pid, 0);
-      ASSERT_TRUE(writeStr(cgs[static_cast<size_t>(i)]->path + "/cgroup.procs",
-                           std::to_string(kids.back()->pid)));
+  std::mutex kmu;
+  std::vector<pid_t> running;
+  std::atomic<bool> killed{false}, finished{false};
+  std::thread watchdog([&] {
+    while (!finished && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done = true;
+    while (!finished && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(75))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> g(kmu);
+    for (pid_t p : running) {
+      killed = true;
+      ::kill(p, SIGKILL);
     }
+  });
+  int rounds = 0;
+  bool spawned = true;
+  while (spawned && !done) {
+    std::vector<std::unique_ptr<Child>> kids;
+    {
+      std::lock_guard<std::mutex> g(kmu);
+      for (int i = 0; i < kStreamers && spawned; ++i) {
+        kids.push_back(std::make_unique<Child>(f.path));
+        spawned = kids.back()->pid > 0 &&
+                  writeStr(cgs[static_cast<size_t>(i)]->path + "/cgroup.procs",
+                           std::to_string(kids.back()->pid));
+        if (kids.back()->pid > 0) running.push_back(kids.back()->pid);
+      }
+    }
+    EXPECT_TRUE(spawned) << "a streamer could not be started in its cgroup";
     for (auto& k : kids) k->start();
-    for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+    // Reaped under kmu, killed under kmu: the watchdog never signals a pid
+    // that was reaped (and may have been reused).
+    size_t left = 0;
+    for (auto& k : kids) left += k->pid > 0;
+    while (left > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard<std::mutex> g(kmu);
+      for (auto& k : kids) {
+        int st = 0;
+        if (k->pid <= 0) continue;
+        const pid_t w = ::waitpid(k->pid, &st, WNOHANG);
+        if (w == 0) continue;  // still running
+        auto it = std::find(running.begin(), running.end(), k->pid);
+        if (it != running.end()) running.erase(it);
+        k->pid = -1;
+        --left;
+        if (!killed) EXPECT_TRUE(w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+      }
+    }
     ++rounds;
   }
+  finished = true;
   done = true;
+  watchdog.join();
   for (auto& t : flushers) t.join();
+  if (killed) std::printf("[ live ] a stream round was cut short 60 s after the flushers stopped\n");
+  ASSERT_TRUE(spawned);
   ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", marker_b));
   (*tracer)->stop();
   ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "0"));

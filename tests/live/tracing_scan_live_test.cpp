@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/tracing_live_support.h"
+#include "tests/support/zram_swap.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/trace_metrics.h"
 #include "tracing/tracer.h"
@@ -170,51 +171,9 @@ struct Kill {  // kills a child left running by a failed assertion
   }
 };
 
-// A zram swap device of our own (zram-control/hot_add), swapped on for one
-// test and swapped off and removed after, also when an assertion fails.
-// `why` says what was missing when `on` is false.
-struct ZramSwap {
-  int id = -1;
-  std::string dev, why;
-  bool on = false;
-  explicit ZramSwap(uint64_t bytes) {
-    auto n = readWholeFile("/sys/class/zram-control/hot_add");
-    if (!n.ok()) {
-      why = "no /sys/class/zram-control/hot_add (CONFIG_ZRAM): " + n.error().message();
-      return;
-    }
-    auto v = parseI64(trimRight(*n));
-    if (!v) {
-      why = "zram hot_add answered \"" + std::string(trimRight(*n)) + "\"";
-      return;
-    }
-    id = static_cast<int>(*v);
-    dev = "/dev/zram" + std::to_string(id);
-    const std::string sys = "/sys/block/zram" + std::to_string(id);
-    if (!writeStr(sys + "/disksize", std::to_string(bytes))) {
-      why = "cannot size " + sys + ": " + strerror(errno);
-      return;
-    }
-    for (int i = 0; i < 100 && ::access(dev.c_str(), F_OK) != 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (std::system(("mkswap " + dev + " >/dev/null 2>&1").c_str()) != 0) {
-      why = "mkswap " + dev + " failed (util-linux)";
-      return;
-    }
-    if (::swapon(dev.c_str(), 0) != 0) {
-      why = "swapon " + dev + ": " + strerror(errno);
-      return;
-    }
-    on = true;
-  }
-  ~ZramSwap() {
-    if (on) ::swapoff(dev.c_str());
-    if (id < 0) return;
-    writeStr("/sys/block/zram" + std::to_string(id) + "/reset", "1");
-    writeStr("/sys/class/zram-control/hot_remove", std::to_string(id));
-  }
-};
+// A zram swap device of our own (tests/support/zram_swap.h: removed after,
+// also on failure; one a killed earlier run left is removed first).
+using test::ZramSwap;
 
 // Faults in `bytes` of anonymous memory, one write per page.
 int touchAnon(size_t bytes) {

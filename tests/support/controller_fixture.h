@@ -2,9 +2,14 @@
 // (tests/support/temp_tree.h; oomd's util/Fixture.h pattern).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
+#include <thread>
 
+#include "metrics/metric.h"
 #include "tests/support/temp_tree.h"
 
 namespace memcg::controller::testing {
@@ -13,6 +18,35 @@ namespace memcg::controller::testing {
 using TempTree = memcg::test::TempTree;
 
 inline constexpr uint64_t MiB = 1ull << 20;
+
+/// Polls `pred` every 2 ms until it holds or `timeout` (generous: a loaded
+/// CI machine may stall a thread for seconds) has passed; the final answer.
+/// Tests wait on a condition with this and then assert exact values, never
+/// sleep a fixed time and assert.
+inline bool waitUntil(const std::function<bool()>& pred,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return pred();
+}
+
+/// The sum of the samples of metric `name` (histograms: their counts) whose
+/// label number `index` is `label` (all samples when `label` is empty).
+inline double metricValue(const metrics::Sink& s, const std::string& name,
+                          std::string_view label = {}, size_t index = 0) {
+  double v = 0;
+  for (const auto& f : s.families()) {
+    if (f.desc->name != name) continue;
+    for (const auto& smp : f.samples) {
+      if (label.empty() || smp.values[index] == label) v += smp.value;
+    }
+    for (const auto& h : f.histograms) v += static_cast<double>(h.count);
+  }
+  return v;
+}
 
 /// A v1 tree: <root>/memory (the hierarchy root) with one child `name`.
 inline void makeV1(const TempTree& t, const std::string& name, uint64_t limit, uint64_t usage,

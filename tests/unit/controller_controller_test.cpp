@@ -64,23 +64,25 @@ class ControllerTest : public ::testing::Test {
     return n;
   }
   static double value(const metrics::Sink& s, const std::string& name,
-                      std::string_view label2 = {}) {
-    double v = 0;
-    for (const auto& f : s.families()) {
-      if (f.desc->name != name) continue;
-      for (const auto& smp : f.samples) {
-        if (label2.empty() || smp.values[2] == label2) v += smp.value;
-      }
-      for (const auto& h : f.histograms) v += static_cast<double>(h.count);
-    }
-    return v;
+                      std::string_view result = {}) {
+    return testing::metricValue(s, name, result, 2);  // {cgroup, actuator, result}
   }
-  bool waitFor(const std::function<bool()>& pred, int ms = 3000) {
-    for (int i = 0; i < ms / 5; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+  /// A generous deadline (testing::waitUntil): the condition, not the time, decides.
+  static bool waitFor(const std::function<bool()>& pred) { return testing::waitUntil(pred); }
+  /// The waiter has checked /a at least once: it tried to arm the v1 usage
+  /// threshold (cgroup.event_control), which it does before deciding.
+  bool waiterChecked() {
+    std::lock_guard<std::mutex> g(mu_);
+    return std::any_of(writes_.begin(), writes_.end(), [](const std::string& w) {
+      return w.rfind("cgroup.event_control=", 0) == 0;
+    });
+  }
+  /// The episode(s) ended: `actions` recorded and the worker idle.
+  static bool idleAfter(const Controller& c, int actions) {
+    auto st = c.state();
+    if (st["protections"].empty()) return false;
+    const auto& p = st["protections"][0];
+    return p["actions"] == actions && p["busy"] == false;
   }
 
   testing::TempTree t_;
@@ -117,12 +119,13 @@ TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
   Controller c(opts_, *discovery_, seams());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(waitFor([&] { return waiterChecked(); }));
   EXPECT_EQ(limitWrites(), 0u);  // margin 156 MiB >= start 64 MiB
   // Usage creeps up to 200 MiB: margin 56 MiB < 64 MiB -> reclaim to 128 MiB margin.
   t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
-  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 2; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Wait for the episode to end (the action recorded, the worker idle), not
+  // for the writes: the result is recorded after the restore write returns.
+  ASSERT_TRUE(waitFor([&] { return idleAfter(c, 1); })) << c.state().dump();
   {
     std::lock_guard<std::mutex> g(mu_);
     ASSERT_GE(writes_.size(), 2u);
@@ -195,8 +198,8 @@ TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
   p.targetMarginPercent = 50;  // 128 MiB
   ASSERT_FALSE(c.protect(p));
   t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
-  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 2; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(waitFor([&] { return idleAfter(c, 1); })) << c.state().dump();
+  ASSERT_EQ(limitWrites(), 2u);
   {
     std::lock_guard<std::mutex> g(mu_);
     EXPECT_EQ(writes_[writes_.size() - 2], "memory.limit_in_bytes=" + std::to_string(128 * MiB));
@@ -205,15 +208,18 @@ TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
   origLimit_ = 512 * MiB;
   t_.write("memory/a/memory.limit_in_bytes", std::to_string(512 * MiB) + "\n");
   t_.write("memory/a/memory.usage_in_bytes", std::to_string(300 * MiB) + "\n");  // margin 212
-  ASSERT_TRUE(waitFor([&] { return c.state()["protections"][0]["limit_bytes"] == 512 * MiB; }));
+  // A check that read both new values has decided: 212 MiB free >= 128 MiB.
+  ASSERT_TRUE(waitFor([&] {
+    auto p = c.state()["protections"][0];
+    return p["limit_bytes"] == 512 * MiB && p["usage_bytes"] == 300 * MiB;
+  }));
   EXPECT_EQ(c.state()["protections"][0]["start_margin_bytes"], 128 * MiB);
   EXPECT_EQ(c.state()["protections"][0]["target_margin_bytes"], 256 * MiB);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(limitWrites(), 2u);  // 212 MiB free >= 128 MiB: nothing to do
+  EXPECT_EQ(limitWrites(), 2u);  // nothing to do
   t_.write("memory/a/memory.usage_in_bytes", std::to_string(400 * MiB) + "\n");  // margin 112
   // Reclaim down to 512 - 256 MiB (in two nudges: the fixture's memory.stat
   // gives back 90 MiB per step), the limit put back after each.
-  ASSERT_TRUE(waitFor([&] { return limitWrites() >= 6; }));
+  ASSERT_TRUE(waitFor([&] { return idleAfter(c, 3); })) << c.state().dump();
   c.stop();
   std::lock_guard<std::mutex> g(mu_);
   std::vector<std::string> lw;
@@ -285,8 +291,10 @@ TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
     return std::count_if(writes.begin(), writes.end(),
                          [](const std::string& w) { return w.rfind("memory.reclaim=", 0) == 0; });
   };
-  for (int i = 0; i < 600 && reclaimWrites() == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(testing::waitUntil([&] {
+    auto p = c.state()["protections"][0];
+    return p["actions"] == 1 && p["busy"] == false;
+  })) << c.state().dump();
   auto st = c.state();
   c.stop();
   ASSERT_EQ(reclaimWrites(), 1);

@@ -213,10 +213,11 @@ const Cgroup* byPath(const CgroupTree& tree, const std::string& path) {
   return nullptr;
 }
 
-// Polls until pred(tree) holds; the bound is generous, the walker's interval tiny.
+// Polls until pred(tree) holds; the bound is generous (it returns as soon as
+// pred holds), the walker's interval tiny.
 template <typename Pred>
 std::shared_ptr<const CgroupTree> waitFor(Discovery& d, Pred pred) {
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 6000; ++i) {  // >= 60 s: a loaded machine may stall the walker
     auto tree = d.tree();
     if (tree.ok() && pred(**tree)) return *tree;
     std::this_thread::sleep_for(10ms);
@@ -278,6 +279,8 @@ TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
   f.t.write("memory/b/cgroup.procs", "");
   auto withB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
   ASSERT_NE(withB, nullptr) << "a new cgroup never showed up";
+  // The walker counts a walk after the tree it published: wait for the count.
+  for (int i = 0; i < 6000 && walker.walks() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_GT(walker.walks(), 0u);
 
   // Vanished: the tree a scrape still holds reads it as gone at once, before

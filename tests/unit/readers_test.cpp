@@ -113,8 +113,17 @@ TEST(CgroupDir, PresentAbsentGone) {
   EXPECT_FALSE((*dir)->alive());
 }
 
+/// The process-wide descriptor budget for one test, 0 (no descriptor kept
+/// open: every read opens the file) again after it. Each test says which it
+/// needs: a budget left behind by another test changes what a removed
+/// fixture file reads like (a kept-open descriptor still reads it).
+struct FdBudgetScope {
+  explicit FdBudgetScope(long budget) { CgroupDir::setFdBudget(budget); }
+  ~FdBudgetScope() { CgroupDir::setFdBudget(0); }
+};
+
 TEST(CgroupDir, GrowsBufferForLargeFiles) {
-  CgroupDir::setFdBudget(1000);  // keep descriptors open, as the daemon does
+  FdBudgetScope keep(1000);  // keep descriptors open, as the daemon does
   test::TempTree t;
   std::string big;
   for (int i = 0; i < 5000; ++i) big += "key" + std::to_string(i) + " " + std::to_string(i) + "\n";
@@ -135,6 +144,9 @@ TEST(CgroupDir, GrowsBufferForLargeFiles) {
 // The one usage/limit reader: v1 limit_in_bytes; v2 memory.max, else
 // memory.high; a missing file is an error, not a vanished cgroup.
 TEST(UsageLimit, V1AndV2MaxThenHigh) {
+  // A fixture file removed below must read as absent: no descriptor kept
+  // open (on cgroupfs a kept one reads ENODEV; a regular file's still reads).
+  FdBudgetScope transient(0);
   test::TempTree t;
   t.write("v1/cgroup.procs", "");
   t.write("v1/memory.usage_in_bytes", "100\n");

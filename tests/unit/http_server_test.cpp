@@ -190,13 +190,70 @@ TEST(WebConfig, RefusesBadFilesWithTheReason) {
   };
   EXPECT_NE(why("basic_auth_users: [a").find("not YAML"), std::string::npos);
   EXPECT_NE(why("- a\n- b\n").find("mapping"), std::string::npos);
-  EXPECT_NE(why("tls_server_config:\n  cert_file: x\n").find("TLS"), std::string::npos);
+  EXPECT_NE(why("tls_server_config:\n  cert_file: x\n").find("key_file is required"),
+            std::string::npos);
+  EXPECT_NE(why("http_server_config:\n  http2: false\n").find("not supported"),
+            std::string::npos);
   EXPECT_NE(why("basic_auth_user:\n  a: b\n").find("unknown key basic_auth_user"),
             std::string::npos);
   EXPECT_NE(why("basic_auth_users:\n  alice: plaintext\n").find("not a bcrypt hash"),
             std::string::npos);
   EXPECT_NE(why("basic_auth_users: alice\n").find("must map"), std::string::npos);
   EXPECT_FALSE(loadWebConfig("/nonexistent/web.yml").ok());
+}
+
+TEST(WebConfig, ParsesTlsServerConfigAndRefusesBadValues) {
+  auto c = parseWebConfig(
+      "tls_server_config:\n  cert_file: s.crt\n  key_file: /k/s.key\n"
+      "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+      "  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n"
+      "  curve_preferences: [X25519, CurveP256]\n  prefer_server_cipher_suites: false\n");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_TRUE(c->tls.has_value());
+  EXPECT_EQ(c->tls->certFile, "s.crt");
+  EXPECT_EQ(c->tls->clientAuthType, "RequireAndVerifyClientCert");
+  EXPECT_EQ(c->tls->minVersion, "TLS13");
+  EXPECT_EQ(c->tls->maxVersion, "TLS13");  // the default
+  EXPECT_EQ(c->tls->cipherSuites.size(), 1u);
+  EXPECT_EQ(c->tls->curvePreferences.size(), 2u);
+  EXPECT_FALSE(c->tls->preferServerCipherSuites);
+  EXPECT_FALSE(parseWebConfig("").value().tls.has_value());
+
+  auto why = [](const std::string& extra) {
+    auto r = parseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n" + extra);
+    return r.ok() ? std::string("accepted") : r.error().detail;
+  };
+  EXPECT_EQ(why(""), "accepted");
+  EXPECT_NE(why("  client_auth_type: Sometimes\n").find("unknown Sometimes"), std::string::npos);
+  EXPECT_NE(why("  client_auth_type: VerifyClientCertIfGiven\n").find("client_ca_file is required"),
+            std::string::npos);
+  EXPECT_NE(why("  min_version: SSL3\n").find("min_version: unknown SSL3"), std::string::npos);
+  EXPECT_NE(why("  min_version: TLS13\n  max_version: TLS12\n").find("above max_version"),
+            std::string::npos);
+  EXPECT_NE(why("  cipher_suites: [TLS_NO_SUCH_SUITE]\n").find("unknown TLS_NO_SUCH_SUITE"),
+            std::string::npos);
+  EXPECT_NE(why("  cipher_suites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n").find("must be a list"),
+            std::string::npos);
+  EXPECT_NE(why("  curve_preferences: [P256]\n").find("unknown P256"), std::string::npos);
+  EXPECT_NE(why("  client_allowed_sans: [a]\n").find("not supported"), std::string::npos);
+  EXPECT_NE(why("  certfile: a\n").find("unknown key certfile"), std::string::npos);
+}
+
+TEST(WebConfig, TlsFilesAreReadFromTheConfigFilesFolder) {
+  char dir[] = "/tmp/memcg_exporter_test_webcfg.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/web.yml";
+  std::ofstream(path) << "tls_server_config:\n  cert_file: s.crt\n  key_file: /abs/s.key\n";
+  auto c = loadWebConfig(path);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->tls->certFile, std::string(dir) + "/s.crt");
+  EXPECT_EQ(c->tls->keyFile, "/abs/s.key");
+  // A missing certificate is refused when the context is made, naming it.
+  auto ctx = makeTlsContext(*c->tls);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_NE(ctx.error().message().find("cert_file"), std::string::npos);
 }
 
 TEST(WebConfig, VerifiesBcryptIncludingThe2yPrefix) {

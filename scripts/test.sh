@@ -64,7 +64,7 @@ stage_tsan() {
   cmake --build build-tsan -j "$jobs" --target "${tsan_targets[@]}"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-    -R '^unit\.(HttpServer|WebAuth|WebConfig|AggregatorTest|Waiter|Worker|TokenBucket|CpuBudget)\.'
+    -R '^unit\.(HttpServer|HttpServerTls|WebAuth|WebConfig|AggregatorTest|Waiter|Worker|TokenBucket|CpuBudget)\.'
 }
 stage_fuzz() { scripts/fuzz.sh "${MEMCG_FUZZ_SECONDS:-10}"; }
 

@@ -2,7 +2,7 @@
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries, ccache
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
-#                   openssl for the TLS test's certificates,
+#                   openssl for the TLS test's certificates, strace for the kill -9 test,
 #                   python3 with python3-yaml for the alerts/dashboards checks and
 #                   python3-snappy for the PromQL agreement test's remote write, chromium
 #                   for the live view's browser test (playwright-core from npm drives it), the
@@ -21,7 +21,7 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libciv
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux
-      chromium openssl)
+      chromium openssl strace)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

@@ -17,7 +17,9 @@
 #      "No space left on device", scrapes go on;
 #   4. tracefs unmounted under us (root): the exporter traces through a
 #      tracefs mount of this test's own, which is lazily unmounted while it
-#      runs: scrapes go on (200) and it exits cleanly afterwards.
+#      runs: its open instance files keep working (a detached mount lives on
+#      while descriptors hold it), so scrapes go on (200), vmscan still
+#      reports success, and it exits cleanly, its instance gone.
 # usage: faults_e2e.sh path/to/memcg_exporter
 set -uo pipefail
 bin=$(realpath "${1:?usage: faults_e2e.sh path/to/memcg_exporter}")
@@ -187,6 +189,8 @@ if grep -qw tracefs /proc/filesystems; then
   ok=0
   for _ in $(seq 1 10); do [ "$(code "$url/metrics")" = 200 ] && ok=$((ok + 1)); sleep 0.1; done
   check "tracefs: unmounted under it, 10 of 10 scrapes still 200 ($ok)" [ $ok = 10 ]
+  check "tracefs: vmscan still succeeds after the unmount" \
+    [ "$(metric 'memcg_exporter_collector_success{collector="vmscan"}')" = 1 ]
   stop; rc=$?
   check "tracefs: it exits cleanly afterwards (status $rc)" [ $rc = 0 ]
   check "tracefs: its instance is gone" bash -c "! ls -d /sys/kernel/tracing/instances/$inst 2>/dev/null"

@@ -21,11 +21,11 @@
 namespace memcg {
 namespace {
 
-const metrics::Desc kEffective = nodeGauge(
-    "memcg_exporter_capability_effective",
-    "1 for each capability the exporter's serving thread has (the rest were dropped after "
-    "start-up; README \"Privileges\").",
-    {"capability"});
+const metrics::Desc kEffective = nodeGauge("memcg_exporter_capability_effective",
+                                           "1 for each capability the exporter's serving "
+                                           "thread has (the rest were dropped after "
+                                           "start-up; README \"Privileges\").",
+                                           {"capability"});
 const metrics::Desc kDropped = nodeGauge(
     "memcg_exporter_capabilities_dropped",
     "1 if the capabilities the enabled parts do not need were dropped after start-up "
@@ -58,7 +58,8 @@ std::vector<int> effectiveNumbers() {
   if (!now) return out;
   for (int c = 0; c < static_cast<int>(cap_max_bits()); ++c) {
     cap_flag_value_t v = CAP_CLEAR;
-    if (cap_get_flag(now, static_cast<cap_value_t>(c), CAP_EFFECTIVE, &v) == 0 && v == CAP_SET)
+    if (cap_get_flag(now, static_cast<cap_value_t>(c), CAP_EFFECTIVE, &v) == 0 &&
+        v == CAP_SET)
       out.push_back(c);
   }
   cap_free(now);
@@ -100,8 +101,10 @@ bool threadCaps(const std::string& tid, uint64_t& prm, uint64_t& eff) {
   std::string line;
   int got = 0;
   while (std::getline(f, line)) {
-    if (line.rfind("CapPrm:", 0) == 0) prm = std::strtoull(line.c_str() + 7, nullptr, 16), ++got;
-    if (line.rfind("CapEff:", 0) == 0) eff = std::strtoull(line.c_str() + 7, nullptr, 16), ++got;
+    if (line.rfind("CapPrm:", 0) == 0)
+      prm = std::strtoull(line.c_str() + 7, nullptr, 16), ++got;
+    if (line.rfind("CapEff:", 0) == 0)
+      eff = std::strtoull(line.c_str() + 7, nullptr, 16), ++got;
   }
   return got == 2;
 }
@@ -125,10 +128,13 @@ Status capsetAllThreads() {
   if (::syscall(SYS_capget, &call->header, call->data) != 0)
     return makeError(errno, "", "capget");
   call->header.pid = 0;
-  const uint64_t wantPrm = call->data[0].permitted | (uint64_t{call->data[1].permitted} << 32);
-  const uint64_t wantEff = call->data[0].effective | (uint64_t{call->data[1].effective} << 32);
+  const uint64_t wantPrm =
+      call->data[0].permitted | (uint64_t{call->data[1].permitted} << 32);
+  const uint64_t wantEff =
+      call->data[0].effective | (uint64_t{call->data[1].effective} << 32);
   const int sig = SIGRTMAX - 3;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = onCapsetSignal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -157,7 +163,8 @@ Status capsetAllThreads() {
   gCapsetCall.store(nullptr);
   ::sigaction(sig, &old, nullptr);
   if (call->failed.load() > 0) return makeError(EPERM, "", "capset failed in a thread");
-  if (!pending.empty()) return makeError(EAGAIN, "", "threads kept their capabilities: " + pending);
+  if (!pending.empty())
+    return makeError(EAGAIN, "", "threads kept their capabilities: " + pending);
   return Ok{};
 }
 
@@ -171,7 +178,9 @@ class PrivilegesCollector final : public Collector {
     }
     sink.add(kDropped, {}, dropped_.load() ? 1 : 0);
   }
-  std::vector<const metrics::Desc*> describe() const override { return {&kEffective, &kDropped}; }
+  std::vector<const metrics::Desc*> describe() const override {
+    return {&kEffective, &kDropped};
+  }
 
  private:
   const std::atomic<bool>& dropped_;
@@ -185,10 +194,12 @@ std::vector<KeptCapability> neededCapabilities(const PrivilegeNeeds& n) {
     auto& w = keep[c];
     w += (w.empty() ? "" : ", ") + why;
   };
-  if (n.tracefsVisibleMount) add(CAP_SYS_ADMIN, "vmscan: unmount the tracefs it mounted, at exit");
+  if (n.tracefsVisibleMount)
+    add(CAP_SYS_ADMIN, "vmscan: unmount the tracefs it mounted, at exit");
   if (n.lockSymbols) add(CAP_SYSLOG, "vmscan locks: kernel addresses in /proc/kallsyms");
   if (n.taskstats) add(CAP_NET_ADMIN, "taskstats: netlink queries");
-  if (n.delayacctRestore) add(CAP_SYS_ADMIN, "taskstats: kernel.task_delayacct back off at exit");
+  if (n.delayacctRestore)
+    add(CAP_SYS_ADMIN, "taskstats: kernel.task_delayacct back off at exit");
   if (n.controller) {
     add(CAP_DAC_OVERRIDE, "controller: limits of cgroups owned by other users");
     add(CAP_SYS_RESOURCE, "controller: v2 PSI trigger windows under 2 s");
@@ -198,21 +209,25 @@ std::vector<KeptCapability> neededCapabilities(const PrivilegeNeeds& n) {
   return out;
 }
 
-Result<std::vector<std::string>> dropCapabilities(const std::vector<KeptCapability>& keep) {
+Result<std::vector<std::string>> dropCapabilities(
+    const std::vector<KeptCapability>& keep) {
   cap_t now = cap_get_proc();
   if (!now) return makeError(errno, "/proc/self/status", "cap_get_proc");
   std::vector<cap_value_t> have;
   for (const auto& k : keep) {
     cap_flag_value_t v = CAP_CLEAR;
-    if (cap_get_flag(now, static_cast<cap_value_t>(k.cap), CAP_PERMITTED, &v) == 0 && v == CAP_SET)
+    if (cap_get_flag(now, static_cast<cap_value_t>(k.cap), CAP_PERMITTED, &v) == 0 &&
+        v == CAP_SET)
       have.push_back(static_cast<cap_value_t>(k.cap));
   }
   cap_free(now);
   cap_t want = cap_init();  // all clear
   if (!want) return makeError(errno, "", "cap_init");
   if (!have.empty()) {
-    cap_set_flag(want, CAP_PERMITTED, static_cast<int>(have.size()), have.data(), CAP_SET);
-    cap_set_flag(want, CAP_EFFECTIVE, static_cast<int>(have.size()), have.data(), CAP_SET);
+    cap_set_flag(want, CAP_PERMITTED, static_cast<int>(have.size()), have.data(),
+                 CAP_SET);
+    cap_set_flag(want, CAP_EFFECTIVE, static_cast<int>(have.size()), have.data(),
+                 CAP_SET);
   }
   // Ambient capabilities would survive an exec; none is wanted.
   (void)cap_reset_ambient();

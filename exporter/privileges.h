@@ -59,7 +59,8 @@ std::vector<KeptCapability> neededCapabilities(const PrivilegeNeeds& n);
 /// Keeps only `keep` (those of them the process has) in the permitted and
 /// effective sets of every thread; clears inheritable and ambient. Returns
 /// the names kept, e.g. "cap_net_admin".
-Result<std::vector<std::string>> dropCapabilities(const std::vector<KeptCapability>& keep);
+Result<std::vector<std::string>> dropCapabilities(
+    const std::vector<KeptCapability>& keep);
 
 /// Names of the calling thread's effective capabilities ("cap_net_admin").
 std::vector<std::string> effectiveCapabilities();

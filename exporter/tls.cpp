@@ -44,8 +44,8 @@ const char* groupName(std::string_view go) {
 }
 
 constexpr std::array<std::string_view, 5> kClientAuthTypes = {
-    "NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
-    "RequireAndVerifyClientCert"};
+    "NoClientCert", "RequestClientCert", "RequireAnyClientCert",
+    "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"};
 
 /// Accepts any certificate the client sends (Request/RequireAny: asked for,
 /// not verified, as Go does).
@@ -75,10 +75,15 @@ Status validateTlsConfig(const TlsServerConfig& c) {
     return bad("tls_server_config.client_ca_file is required by client_auth_type " +
                c.clientAuthType);
   if (!verifies && !c.clientCaFile.empty() && c.clientAuthType == "NoClientCert")
-    return bad("tls_server_config.client_ca_file is set but client_auth_type is NoClientCert");
+    return bad(
+        "tls_server_config.client_ca_file is set but client_auth_type is NoClientCert");
   int lo = tlsVersion(c.minVersion), hi = tlsVersion(c.maxVersion);
-  if (lo == 0) return bad("tls_server_config.min_version: unknown " + c.minVersion + " (TLS10..TLS13)");
-  if (hi == 0) return bad("tls_server_config.max_version: unknown " + c.maxVersion + " (TLS10..TLS13)");
+  if (lo == 0)
+    return bad("tls_server_config.min_version: unknown " + c.minVersion +
+               " (TLS10..TLS13)");
+  if (hi == 0)
+    return bad("tls_server_config.max_version: unknown " + c.maxVersion +
+               " (TLS10..TLS13)");
   if (lo > hi) return bad("tls_server_config: min_version is above max_version");
   for (const auto& s : c.cipherSuites) {
     if (std::string_view(OPENSSL_cipher_name(s.c_str())) == "(NONE)")
@@ -111,16 +116,17 @@ Result<TlsContext> makeTlsContext(const TlsServerConfig& c) {
   // Writes are retried from the same (pooled, possibly moved) buffer; an
   // idle connection gives its 16 KiB read and write buffers back (slowloris
   // over TLS then costs ~10 KiB a connection rather than ~30).
-  SSL_CTX_set_mode(x, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                          SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_mode(x, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_session_cache_mode(x, SSL_SESS_CACHE_SERVER);
   if (SSL_CTX_use_certificate_chain_file(x, c.certFile.c_str()) != 1)
     return makeError(EINVAL, c.certFile, "tls_server_config.cert_file: " + sslError());
   if (SSL_CTX_use_PrivateKey_file(x, c.keyFile.c_str(), SSL_FILETYPE_PEM) != 1)
     return makeError(EINVAL, c.keyFile, "tls_server_config.key_file: " + sslError());
   if (SSL_CTX_check_private_key(x) != 1)
-    return makeError(EINVAL, c.keyFile,
-                     "tls_server_config: key_file does not match cert_file: " + sslError());
+    return makeError(
+        EINVAL, c.keyFile,
+        "tls_server_config: key_file does not match cert_file: " + sslError());
   if (!c.cipherSuites.empty()) {
     std::string list;
     for (const auto& s : c.cipherSuites) {
@@ -141,12 +147,14 @@ Result<TlsContext> makeTlsContext(const TlsServerConfig& c) {
   }
   if (!c.clientCaFile.empty()) {
     if (SSL_CTX_load_verify_locations(x, c.clientCaFile.c_str(), nullptr) != 1)
-      return makeError(EINVAL, c.clientCaFile, "tls_server_config.client_ca_file: " + sslError());
+      return makeError(EINVAL, c.clientCaFile,
+                       "tls_server_config.client_ca_file: " + sslError());
     // The CA names sent in the certificate request, so a client picks the
     // right certificate.
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(c.clientCaFile.c_str());
     if (!names)
-      return makeError(EINVAL, c.clientCaFile, "tls_server_config.client_ca_file: " + sslError());
+      return makeError(EINVAL, c.clientCaFile,
+                       "tls_server_config.client_ca_file: " + sslError());
     SSL_CTX_set_client_CA_list(x, names);
   }
   const std::string& t = c.clientAuthType;

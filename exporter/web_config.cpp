@@ -229,9 +229,9 @@ void WebAuth::maybeReload() {
   lastCheckMs_ = now;
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) return;  // gone for a moment: keep the old one
-  auto now_stamps = stamps();
-  if (now_stamps == stamps_) return;
-  stamps_ = std::move(now_stamps);
+  auto current = stamps();
+  if (current == stamps_) return;
+  stamps_ = std::move(current);
   auto c = loadWebConfig(path_);
   TlsContext tls;
   if (c && c->tls.has_value() != static_cast<bool>(tls_)) {

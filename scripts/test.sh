@@ -16,10 +16,10 @@
 # and fuzz stages are opt-in: they do not fit CI's 60 minutes on 2 cores next
 # to main. Measured on this 2-core machine (shared, load 9-14), cold ccache:
 # the main build ~27 min (memcg_exporter + http_server_test ~15, the other
-# targets ~12) and its tests ~10 min; the tsan stage's 4 targets alone ~35
-# min (~16 min on a quieter day). The asan stage was not timed end to end
+# targets ~12) and its tests 10-19 min; the tsan stage's 4 targets alone
+# ~40 min (~16 min on a quieter day). The asan stage was not timed end to end
 # here: it rebuilds every unit and live target instrumented, i.e. at least
-# the main build's ~27 min again, before its tests. So main + tsan is ~45-60
+# the main build's ~27 min again, before its tests. So main + tsan is 45-85
 # min and main + asan over 60. Run them before merging threaded or parsing
 # changes:
 #   MEMCG_TEST_STAGES="asan tsan fuzz" scripts/test.sh
@@ -62,9 +62,10 @@ stage_asan() {
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|live'
 }
-# Measured here: building these 4 from a cold ccache 16-35 min on 2 busy
-# cores, the tests ~5 s. (memcg_unit_tests' Concurrency.* and the controller's
-# ControllerTest are not in yet: they were not built under TSan here.)
+# Measured here: building these 4 from a cold ccache 16-40 min on 2 busy
+# cores (40.4 min in the last run, load 9-14), the tests 6 s (34 tests).
+# (memcg_unit_tests' Concurrency.* and the controller's ControllerTest are not
+# in yet: they were not built under TSan here.)
 tsan_targets=(http_server_test tracing_aggregator_test controller_waiter_test
               controller_worker_test)
 stage_tsan() {

@@ -31,6 +31,12 @@ class RulesCollector final : public Collector {
   const std::unique_ptr<rules::Manager>& m_;
 };
 
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
 bool enabled(const std::vector<std::string>& on, std::string_view name) {
   return std::find(on.begin(), on.end(), name) != on.end();
 }
@@ -84,6 +90,7 @@ App::App(const Options& opts) : opts_(opts) {
   // files, or a controller for the webhook's actions.
   if (!opts_.rules.files.empty() || controller_)
     collectors.push_back({"rules", std::make_unique<RulesCollector>(rules_)});
+  collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = discovery_->refresh(); !t.ok()) {
@@ -102,15 +109,49 @@ App::App(const Options& opts) : opts_(opts) {
   web.threads = opts_.webThreads;
   web.gzipLevel = opts_.gzipLevel;
   web.readTimeoutMs = opts_.webReadTimeoutSeconds * 1000;
+  web.handshakeTimeoutMs = web.readTimeoutMs;
   web.maxConnections = opts_.webMaxConnections;
   if (!opts_.webConfigFile.empty()) {
     webAuth_ = std::make_unique<WebAuth>(opts_.webConfigFile);
     web.authorize = [auth = webAuth_.get()](const http::Request& r) { return auth->allowed(r); };
+    if (webAuth_->tlsContext())
+      web.tlsContext = [auth = webAuth_.get()] { return auth->tlsContext(); };
   }
   server_ = std::make_unique<HttpServer>(web, routes_);
   log::info("listening", "address=" + opts_.listenAddress +
+                             std::string(" tls=") + (web.tlsContext ? "true" : "false") +
                              " port=" + std::to_string(server_->port()) +
                              " telemetry_path=" + opts_.telemetryPath);
+  dropPrivileges();
+}
+
+void App::dropPrivileges() {
+  if (!opts_.dropCapabilities) {
+    log::info("capabilities kept (--no-capabilities.drop)",
+              "effective=" + log::quote(joinNames(effectiveCapabilities())));
+    return;
+  }
+  PrivilegeNeeds n;
+  if (tracing_.tracer) {
+    const auto& s = tracing_.tracer->session();
+    n.tracefsVisibleMount = s.mountedByUs() && !s.privateMount();
+    n.lockSymbols = opts_.collectors.vmscan.locks || opts_.collectors.vmscan.lockCallers;
+  }
+  n.taskstats = taskstats_ != nullptr;
+  n.delayacctRestore = n.taskstats && opts_.collectors.taskstats.enableDelayacct;
+  n.controller = controller_ != nullptr;
+  auto keep = neededCapabilities(n);
+  auto kept = dropCapabilities(keep);
+  if (!kept) {
+    log::warn("capabilities not dropped", "err=" + log::quote(kept.error().message()));
+    return;
+  }
+  capabilitiesDropped_ = true;
+  std::string why;
+  for (const auto& k : keep) why += (why.empty() ? "" : "; ") + k.why;
+  log::info("capabilities dropped", "kept=" + log::quote(joinNames(*kept)) +
+                                        " effective=" + log::quote(joinNames(effectiveCapabilities())) +
+                                        " why=" + log::quote(why));
 }
 
 App::~App() {

@@ -19,6 +19,7 @@
 // Destruction runs in reverse: the server stops before anything it serves.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -31,6 +32,7 @@
 #include "exporter/http_server.h"
 #include "exporter/routes.h"
 #include "exporter/scraper.h"
+#include "exporter/privileges.h"
 #include "exporter/web_config.h"
 #include "history/api.h"
 #include "history/history.h"
@@ -74,6 +76,7 @@ class App {
   void buildHistory();
   void buildRules();
   void buildRoutes();
+  void dropPrivileges();
 
   Options opts_;
   std::unique_ptr<Discovery> discovery_;
@@ -98,6 +101,7 @@ class App {
   http::Routes routes_;
   std::unique_ptr<WebAuth> webAuth_;  ///< --web.config.file; before the server
   std::unique_ptr<HttpServer> server_;
+  std::atomic<bool> capabilitiesDropped_{false};  ///< read by the privileges collector
 };
 
 }  // namespace memcg

@@ -45,11 +45,15 @@ FlagList flagTable(Options& o) {
        },
        "4096"},
       {"web.config.file",
-       "Web configuration file (exporter-toolkit format): basic_auth_users with bcrypt hashes.",
+       "Web configuration file (exporter-toolkit format): tls_server_config, basic_auth_users "
+       "with bcrypt hashes.",
        false,
        [&o](const std::string& v) {
-         if (auto c = loadWebConfig(v); !c) {
-           throw std::invalid_argument("--web.config.file: " + c.error().message());
+         auto c = loadWebConfig(v);
+         if (!c) throw std::invalid_argument("--web.config.file: " + c.error().message());
+         if (c->tls) {  // the certificate and key load and match
+           if (auto t = makeTlsContext(*c->tls); !t)
+             throw std::invalid_argument("--web.config.file: " + t.error().message());
          }
          o.webConfigFile = v;
        },
@@ -77,6 +81,10 @@ FlagList flagTable(Options& o) {
                  o.logLevel = v;
                },
                "info"});
+  f.push_back(switchFlag("capabilities.drop",
+                         "After start-up keep only the capabilities the enabled collectors and "
+                         "the controller use (README \"Privileges\").",
+                         o.dropCapabilities));
   f.push_back(switchFlag("version", "Show the version and exit.", o.showVersion));
   f.push_back(switchFlag("help", "Show this help and exit.", o.showHelp));
   return f;

@@ -30,6 +30,7 @@ struct Options {
   int webReadTimeoutSeconds = 10;
   int webMaxConnections = 4096;
   std::string webConfigFile;  ///< --web.config.file (web_config.h); empty: open
+  bool dropCapabilities = true;  ///< --[no-]capabilities.drop (privileges.h)
   std::string logLevel = "info";
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options

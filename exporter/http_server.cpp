@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <zlib.h>
 
 #include <atomic>
@@ -82,43 +84,114 @@ std::string responseHead(int status, std::string_view contentType, size_t length
   return head;
 }
 
-/// Writes all of `data` to a non-blocking socket, waiting for it to drain
-/// until `deadline`. False on an error or the deadline.
-bool writeAll(int fd, std::string_view data, int64_t deadline) {
+// --- one connection's bytes, plain or TLS ----------------------------------
+// Both kinds of socket are non-blocking. A TLS connection's SSL object is
+// used by one thread at a time: the front while it reads a request, then the
+// worker that answers it (handed over under the queue's mutex).
+
+enum class Io { kOk, kAgain, kEof, kError };
+
+/// Reads what is there into buf. kAgain: nothing now; `wantWrite` says the
+/// TLS layer waits for the socket to be writable rather than readable.
+Io recvSome(int fd, SSL* ssl, char* buf, size_t cap, size_t& got, bool& wantWrite) {
+  wantWrite = false;
+  if (!ssl) {
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, cap, 0);
+      if (n > 0) {
+        got = static_cast<size_t>(n);
+        return Io::kOk;
+      }
+      if (n == 0) return Io::kEof;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kAgain : Io::kError;
+    }
+  }
+  ERR_clear_error();
+  int n = SSL_read(ssl, buf, static_cast<int>(cap));
+  if (n > 0) {
+    got = static_cast<size_t>(n);
+    return Io::kOk;
+  }
+  switch (SSL_get_error(ssl, n)) {
+    case SSL_ERROR_WANT_READ: return Io::kAgain;
+    case SSL_ERROR_WANT_WRITE: wantWrite = true; return Io::kAgain;
+    case SSL_ERROR_ZERO_RETURN: return Io::kEof;
+    default: ERR_clear_error(); return Io::kError;
+  }
+}
+
+/// Writes what the socket takes now. kAgain: wait for `wantRead` ? readable
+/// : writable.
+Io sendSome(int fd, SSL* ssl, std::string_view data, size_t& sent, bool& wantRead) {
+  wantRead = false;
+  if (!ssl) {
+    for (;;) {
+      ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n >= 0) {
+        sent = static_cast<size_t>(n);
+        return Io::kOk;
+      }
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kAgain : Io::kError;
+    }
+  }
+  ERR_clear_error();
+  size_t n = 0;
+  if (SSL_write_ex(ssl, data.data(), data.size(), &n) == 1) {
+    sent = n;
+    return Io::kOk;
+  }
+  switch (SSL_get_error(ssl, 0)) {
+    case SSL_ERROR_WANT_WRITE: return Io::kAgain;
+    case SSL_ERROR_WANT_READ: wantRead = true; return Io::kAgain;
+    default: ERR_clear_error(); return Io::kError;
+  }
+}
+
+/// Writes all of `data`, waiting for the socket to drain until `deadline`.
+/// False on an error or the deadline.
+bool writeAll(int fd, SSL* ssl, std::string_view data, int64_t deadline) {
   while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
+    size_t sent = 0;
+    bool wantRead = false;
+    Io r = sendSome(fd, ssl, data, sent, wantRead);
+    if (r == Io::kOk) {
+      data.remove_prefix(sent);
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int64_t left = deadline - nowMs();
-      if (left <= 0) return false;
-      pollfd p{fd, POLLOUT, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
-      continue;
-    }
-    return false;
+    if (r != Io::kAgain) return false;
+    int64_t left = deadline - nowMs();
+    if (left <= 0) return false;
+    pollfd p{fd, static_cast<short>(wantRead ? POLLIN : POLLOUT), 0};
+    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
   }
   return true;
 }
 
-/// One error answer, written without waiting (the front thread never
-/// blocks); the connection is closed after it.
-void sendErrorNow(int fd, int status, std::string_view why) {
-  std::string body = std::string(why) + "\n";
-  std::string msg = responseHead(status, "text/plain; charset=utf-8", body.size(), false) + body;
-  (void)::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+/// Writes what the socket takes at once (the front thread never waits).
+void sendNow(int fd, SSL* ssl, std::string_view data) {
+  size_t sent = 0;
+  bool wantRead = false;
+  (void)sendSome(fd, ssl, data, sent, wantRead);
 }
 
-enum class Stage { kIdle, kHead, kBody };
+/// One error answer, written without waiting; the connection is closed
+/// after it.
+void sendErrorNow(int fd, SSL* ssl, int status, std::string_view why) {
+  std::string body = std::string(why) + "\n";
+  sendNow(fd, ssl, responseHead(status, "text/plain; charset=utf-8", body.size(), false) + body);
+}
+
+enum class Stage { kHandshake, kIdle, kHead, kBody };
 
 }  // namespace
 
 struct HttpServer::Impl {
   struct Conn {
     int fd = -1;
+    SSL* ssl = nullptr;      ///< set on a TLS server
+    bool wantWrite = false;  ///< TLS waits for writable (epoll has EPOLLOUT)
     std::string in;  ///< bytes read, not yet consumed by a request
     Stage stage = Stage::kIdle;
     int64_t deadline = 0;
@@ -206,11 +279,11 @@ struct HttpServer::Impl {
       qcv.notify_all();
     }
     for (auto& w : workers) w.join();
-    for (auto& j : queue) ::close(j.conn->fd);
+    for (auto& j : queue) drop(std::move(j.conn));
     queue.clear();
-    for (auto& c : returned) ::close(c->fd);
+    for (auto& c : returned) drop(std::move(c));
     returned.clear();
-    for (auto& [fd, c] : conns) ::close(fd);
+    for (auto& [fd, c] : conns) drop(std::move(c));
     conns.clear();
     if (listenFd >= 0) ::close(listenFd);
     if (epollFd >= 0) ::close(epollFd);
@@ -260,7 +333,8 @@ struct HttpServer::Impl {
       }
       if (open.load() >= opts.maxConnections) {
         ++refusedConnections;
-        sendErrorNow(fd, 503, "too many connections");
+        // Over TLS nothing readable can be said before a handshake.
+        if (!opts.tlsContext) sendErrorNow(fd, nullptr, 503, "too many connections");
         ::close(fd);
         continue;
       }
@@ -270,6 +344,19 @@ struct HttpServer::Impl {
       c->fd = fd;
       c->stage = Stage::kHead;
       c->deadline = nowMs() + opts.readTimeoutMs;
+      if (opts.tlsContext) {
+        TlsContext ctx = opts.tlsContext();  // the current one (a reload may change it)
+        c->ssl = ctx ? SSL_new(ctx.get()) : nullptr;  // holds its own reference to ctx
+        if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+          log::warn("TLS: cannot set up a connection");
+          if (c->ssl) SSL_free(c->ssl);
+          ::close(fd);
+          continue;
+        }
+        SSL_set_accept_state(c->ssl);
+        c->stage = Stage::kHandshake;
+        c->deadline = nowMs() + opts.handshakeTimeoutMs;
+      }
       ++open;
       watch(std::move(c));
     }
@@ -278,6 +365,7 @@ struct HttpServer::Impl {
   /// Puts a connection (new or back from a worker) under the front's care.
   void watch(std::unique_ptr<Conn> c) {
     epoll_event ev{};
+    c->wantWrite = false;
     ev.events = EPOLLIN;
     ev.data.fd = c->fd;
     int fd = c->fd;
@@ -287,7 +375,48 @@ struct HttpServer::Impl {
     }
     Conn& ref = *c;
     conns[fd] = std::move(c);
-    if (!ref.in.empty()) advance(ref);  // a pipelined request already read
+    if (ref.ssl && SSL_pending(ref.ssl) > 0) {
+      readable(fd);  // decrypted bytes wait inside OpenSSL: epoll will not say so
+    } else if (!ref.in.empty()) {
+      advance(ref);  // a pipelined request already read
+    }
+  }
+
+  /// Watches for writable too while TLS needs to write to go on.
+  void setWantWrite(Conn& c, bool want) {
+    if (c.wantWrite == want) return;
+    c.wantWrite = want;
+    epoll_event ev{};
+    ev.events = want ? EPOLLIN | EPOLLOUT : EPOLLIN;
+    ev.data.fd = c.fd;
+    ::epoll_ctl(epollFd, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+
+  /// Moves a TLS handshake on. True once it is done (the connection then
+  /// reads its request head, with a fresh read deadline); false while it
+  /// waits, or after a failure closed the connection.
+  bool handshake(Conn& c) {
+    ERR_clear_error();
+    int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+      setWantWrite(c, false);
+      c.stage = Stage::kHead;
+      c.deadline = nowMs() + opts.readTimeoutMs;
+      return true;
+    }
+    int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      setWantWrite(c, e == SSL_ERROR_WANT_WRITE);
+      return false;
+    }
+    ++handshakeFailures;
+    unsigned long code = ERR_peek_last_error();
+    char why[256] = "connection closed";
+    if (code) ERR_error_string_n(code, why, sizeof why);
+    ERR_clear_error();
+    log::debug("TLS handshake failed", "err=" + log::quote(why));
+    close(c.fd);
+    return false;
   }
 
   void takeReturned() {
@@ -308,12 +437,18 @@ struct HttpServer::Impl {
   }
 
   void drop(std::unique_ptr<Conn> c) {
+    if (c->ssl) {
+      // close_notify if the socket takes it now; never waits.
+      if (c->stage != Stage::kHandshake) (void)SSL_shutdown(c->ssl);
+      ERR_clear_error();
+      SSL_free(c->ssl);
+    }
     ::close(c->fd);
     --open;
   }
 
   void fail(Conn& c, int status, std::string_view why) {
-    sendErrorNow(c.fd, status, why);
+    sendErrorNow(c.fd, c.ssl, status, why);
     close(c.fd);
   }
 
@@ -321,22 +456,27 @@ struct HttpServer::Impl {
     auto it = conns.find(fd);
     if (it == conns.end()) return;
     Conn& c = *it->second;
+    if (c.stage == Stage::kHandshake && !handshake(c)) return;
     char buf[16384];
     for (;;) {
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n > 0) {
+      size_t n = 0;
+      bool wantWrite = false;
+      Io r = recvSome(fd, c.ssl, buf, sizeof buf, n, wantWrite);
+      if (r == Io::kOk) {
         if (c.stage == Stage::kIdle) {
           c.stage = Stage::kHead;
           c.deadline = nowMs() + opts.readTimeoutMs;
         }
-        c.in.append(buf, static_cast<size_t>(n));
+        c.in.append(buf, n);
         // Never hold more than one request's worth.
         if (c.in.size() > opts.maxHeadBytes + http::kMaxBodyBytes) break;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n == 0 && !c.in.empty()) {  // half-closed after a request: answer it
+      if (r == Io::kAgain) {
+        if (c.ssl) setWantWrite(c, wantWrite);
+        break;
+      }
+      if (r == Io::kEof && !c.in.empty()) {  // half-closed after a request: answer it
         c.eof = true;
         advance(c);
         if (conns.count(fd)) close(fd);
@@ -372,7 +512,7 @@ struct HttpServer::Impl {
       c.deadline = nowMs() + opts.readTimeoutMs;
       if (c.bodyLen > 0 && iequals(c.req.header("Expect"), "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        (void)::send(c.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        sendNow(c.fd, c.ssl, kContinue);
       }
     }
     if (c.stage == Stage::kBody) {
@@ -459,7 +599,7 @@ struct HttpServer::Impl {
     ::epoll_ctl(epollFd, EPOLL_CTL_DEL, fd, nullptr);
     std::lock_guard<std::mutex> g(qmu);
     if (queue.size() >= kMaxQueued) {
-      sendErrorNow(fd, 503, "too many requests at once");
+      sendErrorNow(fd, c->ssl, 503, "too many requests at once");
       drop(std::move(c));
       return;
     }
@@ -470,14 +610,11 @@ struct HttpServer::Impl {
   void sweep(int64_t now) {
     std::vector<std::pair<int, Stage>> expired;
     for (auto& [fd, c] : conns) {
-      if (c->stage == Stage::kIdle && c->in.empty()) {
-        if (now >= c->deadline) expired.emplace_back(fd, c->stage);
-      } else if (now >= c->deadline) {
-        expired.emplace_back(fd, c->stage);
-      }
+      if (now >= c->deadline) expired.emplace_back(fd, c->stage);
     }
     for (auto [fd, stage] : expired) {
-      if (stage == Stage::kIdle) {
+      if (stage == Stage::kIdle || stage == Stage::kHandshake) {
+        if (stage == Stage::kHandshake) ++handshakeTimeouts;
         close(fd);
       } else {
         auto it = conns.find(fd);
@@ -527,16 +664,16 @@ struct HttpServer::Impl {
     const std::string& ae = c.req.header("Accept-Encoding");
     if (resp.compressible && ae.find("gzip") != std::string::npos &&
         gzipCompress(resp.body, opts.gzipLevel, b->gz)) {
-      ok = writeAll(c.fd,
+      ok = writeAll(c.fd, c.ssl,
                     responseHead(resp.status, resp.contentType, b->gz.size(), c.keepAlive,
                                  "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"),
                     deadline) &&
-           writeAll(c.fd, b->gz, deadline);
+           writeAll(c.fd, c.ssl, b->gz, deadline);
     } else {
-      ok = writeAll(c.fd, responseHead(resp.status, resp.contentType, resp.body.size(),
+      ok = writeAll(c.fd, c.ssl, responseHead(resp.status, resp.contentType, resp.body.size(),
                                        c.keepAlive, extra),
                     deadline) &&
-           writeAll(c.fd, resp.body, deadline);
+           writeAll(c.fd, c.ssl, resp.body, deadline);
     }
     release(std::move(b));
     if (!ok || !c.keepAlive || stopping) {
@@ -575,6 +712,8 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::atomic<int> open{0};
   std::atomic<uint64_t> refusedConnections{0};
+  std::atomic<uint64_t> handshakeFailures{0};
+  std::atomic<uint64_t> handshakeTimeouts{0};
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  ///< front thread only
   std::thread front;
   std::vector<std::thread> workers;
@@ -614,6 +753,14 @@ HttpServer::HttpServer(const HttpServerOptions& opts, const http::Routes& routes
 
 HttpServer::~HttpServer() {
   if (impl_) impl_->stop();
+}
+
+HttpServerStats HttpServer::stats() const {
+  HttpServerStats s;
+  s.refusedConnections = impl_->refusedConnections.load();
+  s.handshakeFailures = impl_->handshakeFailures.load();
+  s.handshakeTimeouts = impl_->handshakeTimeouts.load();
+  return s;
 }
 
 int HttpServer::port() const {

@@ -18,6 +18,12 @@
 // thread. Workers run the handler, write the answer (under a write timeout)
 // and give a keep-alive connection back to the front.
 //
+// TLS (tls.h): the front thread also runs each connection's handshake,
+// non-blocking; one that is not done within handshakeTimeoutMs is closed, so
+// a client that opens TLS connections and stalls in the handshake costs what
+// a slowloris does, a descriptor and OpenSSL's per-connection state (~30 KiB
+// measured, README), never a worker. Workers encrypt the answers.
+//
 // Limits: request line + headers <= maxHeadBytes (431 above), body <=
 // http::kMaxBodyBytes (413), head and body must arrive within
 // readTimeoutMs each (408 and close), an idle keep-alive connection is closed
@@ -40,6 +46,7 @@
 #include <string_view>
 
 #include "exporter/routes.h"
+#include "exporter/tls.h"
 
 namespace memcg {
 
@@ -56,6 +63,19 @@ struct HttpServerOptions {
   /// If set, a request it refuses is answered 401 with a Basic challenge
   /// (--web.config.file's basic_auth_users, web_config.h). Runs on a worker.
   std::function<bool(const http::Request&)> authorize;
+  /// If set, every connection speaks TLS (--web.config.file's
+  /// tls_server_config): asked once per accepted connection for the current
+  /// context (which a reload may replace). Runs on the front thread.
+  std::function<TlsContext()> tlsContext;
+  /// A TLS handshake not done within this is closed (no answer is possible
+  /// before it); the request head then gets readTimeoutMs of its own.
+  int handshakeTimeoutMs = 10000;
+};
+
+struct HttpServerStats {
+  uint64_t refusedConnections = 0;  ///< over maxConnections
+  uint64_t handshakeFailures = 0;   ///< TLS: bad hello, refused certificate, ...
+  uint64_t handshakeTimeouts = 0;   ///< TLS: not done within handshakeTimeoutMs
 };
 
 class HttpServer {
@@ -67,6 +87,8 @@ class HttpServer {
 
   /// The port actually bound (useful with port 0).
   int port() const;
+
+  HttpServerStats stats() const;
 
   struct Impl;
 

@@ -108,6 +108,7 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   }
 
   for (size_t i = 0; i < collectors_.size(); ++i) {
+    if (collectors_[i].self) continue;
     const std::string& name = collectors_[i].name;
     sink.add(kSuccess, {name}, results[i].first ? 1 : 0);
     sink.add(kDuration, {name}, results[i].second);

@@ -20,6 +20,9 @@ namespace memcg {
 struct EnabledCollector {
   std::string name;
   std::unique_ptr<Collector> collector;
+  /// The exporter's own state (like build_info): no success, duration or
+  /// error series of its own, and not switched by --collector.* flags.
+  bool self = false;
 };
 
 class Scraper {

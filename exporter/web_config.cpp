@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -61,6 +62,69 @@ int64_t nowMs() {
 
 Error bad(const std::string& why) { return makeError(EINVAL, "", why); }
 
+std::optional<std::string> scalar(const YAML::Node& n) {
+  if (!n.IsScalar()) return std::nullopt;
+  return n.Scalar();
+}
+
+Result<std::vector<std::string>> stringList(const YAML::Node& n, const std::string& key) {
+  std::vector<std::string> out;
+  if (n.IsNull()) return out;
+  if (!n.IsSequence()) return bad("tls_server_config." + key + " must be a list");
+  for (const auto& e : n) {
+    auto s = scalar(e);
+    if (!s) return bad("tls_server_config." + key + ": want names");
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Result<TlsServerConfig> parseTls(const YAML::Node& node) {
+  TlsServerConfig t;
+  if (!node.IsMap()) return bad("tls_server_config must be a mapping");
+  for (const auto& kv : node) {
+    std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    std::string* str = key == "cert_file"          ? &t.certFile
+                       : key == "key_file"         ? &t.keyFile
+                       : key == "client_auth_type" ? &t.clientAuthType
+                       : key == "client_ca_file"   ? &t.clientCaFile
+                       : key == "min_version"      ? &t.minVersion
+                       : key == "max_version"      ? &t.maxVersion
+                                                   : nullptr;
+    if (str) {
+      if (v.IsNull()) continue;
+      auto s = scalar(v);
+      if (!s) return bad("tls_server_config." + key + " must be a string");
+      *str = *s;
+    } else if (key == "cipher_suites" || key == "curve_preferences") {
+      auto l = stringList(v, key);
+      if (!l) return l.error();
+      (key == "cipher_suites" ? t.cipherSuites : t.curvePreferences) = std::move(*l);
+    } else if (key == "prefer_server_cipher_suites") {
+      auto s = scalar(v);
+      if (!s || (*s != "true" && *s != "false"))
+        return bad("tls_server_config.prefer_server_cipher_suites must be true or false");
+      t.preferServerCipherSuites = *s == "true";
+    } else if (key == "client_allowed_sans") {
+      return bad("tls_server_config.client_allowed_sans is not supported (verify clients "
+                 "with client_ca_file)");
+    } else {
+      return bad("tls_server_config: unknown key " + key);
+    }
+  }
+  if (auto ok = validateTlsConfig(t); !ok) return ok.error();
+  return t;
+}
+
+/// exporter-toolkit reads a relative file name from the config file's folder.
+void resolveAgainst(const std::string& configPath, TlsServerConfig& t) {
+  std::filesystem::path dir = std::filesystem::path(configPath).parent_path();
+  for (std::string* f : {&t.certFile, &t.keyFile, &t.clientCaFile}) {
+    if (!f->empty() && (*f)[0] != '/') *f = (dir / *f).string();
+  }
+}
+
 }  // namespace
 
 Result<WebConfig> parseWebConfig(std::string_view text) {
@@ -91,8 +155,10 @@ Result<WebConfig> parseWebConfig(std::string_view text) {
         c.basicAuthUsers[user] = hash;
       }
     } else if (key == "tls_server_config") {
-      return bad("tls_server_config is not supported: this exporter does not serve TLS yet "
-                 "(put a TLS proxy in front)");
+      if (kv.second.IsNull()) continue;
+      auto t = parseTls(kv.second);
+      if (!t) return t.error();
+      c.tls = std::move(*t);
     } else if (key == "http_server_config") {
       return bad("http_server_config is not supported");
     } else {
@@ -107,6 +173,7 @@ Result<WebConfig> loadWebConfig(const std::string& path) {
   if (!text) return text.error();
   auto c = parseWebConfig(*text);
   if (!c) return makeError(EINVAL, path, c.error().detail);
+  if (c->tls) resolveAgainst(path, *c->tls);
   return c;
 }
 
@@ -118,16 +185,41 @@ bool verifyPassword(const std::string& password, const std::string& hash) {
   return constantTimeEquals(out, hash);
 }
 
+bool WebAuth::FileStamp::operator==(const FileStamp& o) const {
+  return path == o.path && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+         mtime.tv_nsec == o.mtime.tv_nsec;
+}
+
+std::vector<WebAuth::FileStamp> WebAuth::stamps() const {
+  std::vector<std::string> files{path_};
+  if (config_.tls) {
+    for (auto& f : config_.tls->files()) files.push_back(f);
+  }
+  std::vector<FileStamp> out;
+  for (auto& f : files) {
+    FileStamp s;
+    s.path = f;
+    struct stat st {};
+    if (::stat(f.c_str(), &st) == 0) {
+      s.mtime = st.st_mtim;
+      s.ino = st.st_ino;
+      s.size = st.st_size;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 WebAuth::WebAuth(std::string path) : path_(std::move(path)) {
   auto c = loadWebConfig(path_);
   if (!c) throw std::invalid_argument("--web.config.file: " + c.error().message());
-  config_ = std::move(*c);
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0) {
-    mtime_ = st.st_mtim;
-    ino_ = st.st_ino;
-    size_ = st.st_size;
+  if (c->tls) {
+    auto t = makeTlsContext(*c->tls);
+    if (!t) throw std::invalid_argument("--web.config.file: " + t.error().message());
+    tls_ = std::move(*t);
   }
+  config_ = std::move(*c);
+  stamps_ = stamps();
   lastCheckMs_ = nowMs();
 }
 
@@ -137,22 +229,41 @@ void WebAuth::maybeReload() {
   lastCheckMs_ = now;
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) return;  // gone for a moment: keep the old one
-  if (st.st_ino == ino_ && st.st_size == size_ && st.st_mtim.tv_sec == mtime_.tv_sec &&
-      st.st_mtim.tv_nsec == mtime_.tv_nsec)
-    return;
-  mtime_ = st.st_mtim;
-  ino_ = st.st_ino;
-  size_ = st.st_size;
+  auto current = stamps();
+  if (current == stamps_) return;
+  stamps_ = std::move(current);
   auto c = loadWebConfig(path_);
+  TlsContext tls;
+  if (c && c->tls.has_value() != static_cast<bool>(tls_)) {
+    c = makeError(EINVAL, path_,
+                  tls_ ? "tls_server_config removed: restart to serve plain HTTP"
+                       : "tls_server_config added: restart to serve TLS");
+  } else if (c && c->tls) {
+    auto t = makeTlsContext(*c->tls);
+    if (t) {
+      tls = std::move(*t);
+    } else {
+      c = t.error();
+    }
+  }
   if (!c) {
     log::error("web config not reloaded, keeping the previous one",
                "err=" + log::quote(c.error().message()));
     return;
   }
   config_ = std::move(*c);
+  stamps_ = stamps();  // the new version may name other files
+  if (tls) tls_ = std::move(tls);
   cache_.clear();
   log::info("web config reloaded",
-            "file=" + log::quote(path_) + " users=" + std::to_string(config_.basicAuthUsers.size()));
+            "file=" + log::quote(path_) + " users=" + std::to_string(config_.basicAuthUsers.size()) +
+                " tls=" + (tls_ ? "true" : "false"));
+}
+
+TlsContext WebAuth::tlsContext() {
+  std::lock_guard<std::mutex> g(mu_);
+  maybeReload();
+  return tls_;
 }
 
 bool WebAuth::allowed(const http::Request& req) {

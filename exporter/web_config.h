@@ -1,6 +1,9 @@
 // --web.config.file: Prometheus exporter-toolkit's web configuration format
 // (YAML), the part this exporter implements:
 //
+//   tls_server_config:         # serve HTTPS (tls.h has every key)
+//     cert_file: server.crt
+//     key_file: server.key
 //   basic_auth_users:          # user -> bcrypt hash ($2a$, $2b$ or $2y$)
 //     alice: $2y$10$...
 //
@@ -8,12 +11,16 @@
 // are verified with libxcrypt's crypt_r; a verified {user, hash, password}
 // is cached (bcrypt costs tens of ms per check), an unknown user is checked
 // against a dummy hash so the answer takes as long, and the result is
-// compared in constant time. The file is re-read when it changes (checked at
-// most once a second); a bad new version is logged and the old one kept.
+// compared in constant time. The file, and the certificate, key and client
+// CA files it names, are re-read when one changes (checked at most once a
+// second); a bad new version is logged and the old one kept. New
+// connections get the new certificate; open ones keep theirs. Whether the
+// server speaks TLS at all is fixed at start: a reload that adds or removes
+// tls_server_config is refused (restart to switch).
 //
-// Not implemented, and refused with that reason: tls_server_config (the
-// HTTP server does not speak TLS yet; put a TLS proxy in front) and
-// http_server_config. Any other key is refused too, as exporter-toolkit does.
+// Not implemented, and refused with that reason: http_server_config and
+// tls_server_config.client_allowed_sans. Any other key is refused too, as
+// exporter-toolkit does.
 //
 // The controller's mutating endpoints keep their bearer token: a request
 // to /api/v1/controller/ that carries "Authorization: Bearer" is left to
@@ -25,16 +32,20 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "exporter/routes.h"
+#include "exporter/tls.h"
 
 namespace memcg {
 
 struct WebConfig {
   std::map<std::string, std::string> basicAuthUsers;  ///< user -> bcrypt hash
+  std::optional<TlsServerConfig> tls;                 ///< tls_server_config
 };
 
 /// Parses the YAML text of a web config file. Errors name the key.
@@ -53,16 +64,27 @@ class WebAuth {
   /// True if `req` may be served (basic auth, or no users configured).
   bool allowed(const http::Request& req);
 
+  /// The TLS context for a new connection; null if the file has no
+  /// tls_server_config (plain HTTP).
+  TlsContext tlsContext();
+
  private:
+  struct FileStamp {
+    std::string path;
+    struct timespec mtime {};
+    ino_t ino = 0;
+    off_t size = 0;
+    bool operator==(const FileStamp& o) const;
+  };
+  std::vector<FileStamp> stamps() const;
   void maybeReload();
 
   std::string path_;
   std::mutex mu_;
   WebConfig config_;
   int64_t lastCheckMs_ = 0;
-  struct timespec mtime_ {};
-  ino_t ino_ = 0;
-  off_t size_ = 0;
+  std::vector<FileStamp> stamps_;  ///< the config file and its TLS files
+  TlsContext tls_;
   std::map<std::string, bool> cache_;  ///< hash '\0' user '\0' password -> ok
 };
 

@@ -2,6 +2,7 @@
 # Installs the Debian packages memcg_exporter needs, only those missing.
 #   deps.sh build   compilers, libraries, ccache
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
+#                   openssl for the TLS test's certificates, strace for the kill -9 test,
 #                   python3 with python3-yaml for the alerts/dashboards checks and
 #                   python3-snappy for the PromQL agreement test's remote write, chromium
 #                   for the live view's browser test (playwright-core from npm drives it), the
@@ -13,14 +14,14 @@ set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev libre2-dev libcurl4-openssl-dev ccache
-       libyaml-cpp-dev libcrypt-dev)
+       libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev)
 # deployment checks (tests/deploy): compose, yamllint, amtool, python3 + yaml, the .deb
 # (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
 # validator, installed into the build tree) come with this machine kind's image; Debian's
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux
-      chromium)
+      chromium openssl strace)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

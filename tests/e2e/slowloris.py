@@ -3,8 +3,12 @@
 127.0.0.2 that each send a partial request head (or nothing, --idle) and keep
 it open, then times scrapes of /metrics from 127.0.0.1. Prints one line:
   connected=N scrapes_ok=K of M max_ms=X
-Exits 1 if any scrape took longer than --max-ms or failed."""
-import argparse, socket, sys, time
+Exits 1 if any scrape took longer than --max-ms or failed.
+Over TLS (--tls CA_FILE): the slow connections finish the handshake first
+and then send their partial head (or nothing, --idle); with --tls-stall they
+stop halfway through the handshake (a partial ClientHello) instead. Scrapes
+are then made over TLS, each on a new connection (a full handshake each)."""
+import argparse, socket, ssl, sys, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--port", type=int, required=True)
@@ -14,7 +18,18 @@ ap.add_argument("--max-ms", type=float, default=1000)
 ap.add_argument("--idle", action="store_true")
 ap.add_argument("--path", default="/metrics")
 ap.add_argument("--pid", type=int, default=0, help="print this process' RSS while the connections are open")
+ap.add_argument("--tls", default="", help="CA file: speak TLS, verify the server with it")
+ap.add_argument("--tls-stall", action="store_true", help="stop halfway through the handshake")
+ap.add_argument("--cert", default="", help="client certificate (with --key) for the scrapes")
+ap.add_argument("--key", default="")
 a = ap.parse_args()
+ctx = None
+if a.tls:
+    ctx = ssl.create_default_context(cafile=a.tls)
+    if a.cert:
+        ctx.load_cert_chain(a.cert, a.key)
+# The first bytes of a TLS 1.2 ClientHello record: the server waits for the rest.
+PARTIAL_HELLO = bytes.fromhex("160301020001000200fc0303") + b"\x00" * 8
 
 socks = []
 t0 = time.time()
@@ -29,19 +44,29 @@ for i in range(a.conns):
     socks.append(s)
 time.sleep(1.0)
 connected = 0
-for s in socks:
+for i, s in enumerate(socks):
     try:
         s.getpeername()
-        if not a.idle:
+        if ctx and a.tls_stall:
+            s.send(PARTIAL_HELLO)
+        elif ctx:
+            s.setblocking(True)
+            s.settimeout(10)
+            s = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+            s.setblocking(False)
+            socks[i] = s
+        if not a.idle and not a.tls_stall:
             s.send(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-a: ")
         connected += 1
-    except OSError:
+    except (OSError, ssl.SSLError):
         pass
 
 def scrape():
     t = time.time()
     try:
         c = socket.create_connection(("127.0.0.1", a.port), timeout=a.max_ms / 1000 + 2)
+        if ctx:
+            c = ctx.wrap_socket(c, server_hostname="127.0.0.1")
         c.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % a.path).encode())
         data = b""
         while True:
@@ -51,7 +76,7 @@ def scrape():
             data += d
         c.close()
         ok = data.startswith(b"HTTP/1.1 200")
-    except OSError:
+    except (OSError, ssl.SSLError):
         ok = False
     return ok, (time.time() - t) * 1000
 
@@ -59,11 +84,11 @@ ok = 0
 worst = 0.0
 for i in range(a.scrapes):
     # keep the slow ones trickling, as slowloris does
-    if not a.idle:
+    if not a.idle and not a.tls_stall:
         for s in socks:
             try:
                 s.send(b"a")
-            except OSError:
+            except (OSError, ssl.SSLError):
                 pass
     good, ms = scrape()
     worst = max(worst, ms)

@@ -8,6 +8,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -273,13 +277,70 @@ TEST(WebConfig, RefusesBadFilesWithTheReason) {
   };
   EXPECT_NE(why("basic_auth_users: [a").find("not YAML"), std::string::npos);
   EXPECT_NE(why("- a\n- b\n").find("mapping"), std::string::npos);
-  EXPECT_NE(why("tls_server_config:\n  cert_file: x\n").find("TLS"), std::string::npos);
+  EXPECT_NE(why("tls_server_config:\n  cert_file: x\n").find("key_file is required"),
+            std::string::npos);
+  EXPECT_NE(why("http_server_config:\n  http2: false\n").find("not supported"),
+            std::string::npos);
   EXPECT_NE(why("basic_auth_user:\n  a: b\n").find("unknown key basic_auth_user"),
             std::string::npos);
   EXPECT_NE(why("basic_auth_users:\n  alice: plaintext\n").find("not a bcrypt hash"),
             std::string::npos);
   EXPECT_NE(why("basic_auth_users: alice\n").find("must map"), std::string::npos);
   EXPECT_FALSE(loadWebConfig("/nonexistent/web.yml").ok());
+}
+
+TEST(WebConfig, ParsesTlsServerConfigAndRefusesBadValues) {
+  auto c = parseWebConfig(
+      "tls_server_config:\n  cert_file: s.crt\n  key_file: /k/s.key\n"
+      "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+      "  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n"
+      "  curve_preferences: [X25519, CurveP256]\n  prefer_server_cipher_suites: false\n");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_TRUE(c->tls.has_value());
+  EXPECT_EQ(c->tls->certFile, "s.crt");
+  EXPECT_EQ(c->tls->clientAuthType, "RequireAndVerifyClientCert");
+  EXPECT_EQ(c->tls->minVersion, "TLS13");
+  EXPECT_EQ(c->tls->maxVersion, "TLS13");  // the default
+  EXPECT_EQ(c->tls->cipherSuites.size(), 1u);
+  EXPECT_EQ(c->tls->curvePreferences.size(), 2u);
+  EXPECT_FALSE(c->tls->preferServerCipherSuites);
+  EXPECT_FALSE(parseWebConfig("").value().tls.has_value());
+
+  auto why = [](const std::string& extra) {
+    auto r = parseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n" + extra);
+    return r.ok() ? std::string("accepted") : r.error().detail;
+  };
+  EXPECT_EQ(why(""), "accepted");
+  EXPECT_NE(why("  client_auth_type: Sometimes\n").find("unknown Sometimes"), std::string::npos);
+  EXPECT_NE(why("  client_auth_type: VerifyClientCertIfGiven\n").find("client_ca_file is required"),
+            std::string::npos);
+  EXPECT_NE(why("  min_version: SSL3\n").find("min_version: unknown SSL3"), std::string::npos);
+  EXPECT_NE(why("  min_version: TLS13\n  max_version: TLS12\n").find("above max_version"),
+            std::string::npos);
+  EXPECT_NE(why("  cipher_suites: [TLS_NO_SUCH_SUITE]\n").find("unknown TLS_NO_SUCH_SUITE"),
+            std::string::npos);
+  EXPECT_NE(why("  cipher_suites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n").find("must be a list"),
+            std::string::npos);
+  EXPECT_NE(why("  curve_preferences: [P256]\n").find("unknown P256"), std::string::npos);
+  EXPECT_NE(why("  client_allowed_sans: [a]\n").find("not supported"), std::string::npos);
+  EXPECT_NE(why("  certfile: a\n").find("unknown key certfile"), std::string::npos);
+}
+
+TEST(WebConfig, TlsFilesAreReadFromTheConfigFilesFolder) {
+  char dir[] = "/tmp/memcg_exporter_test_webcfg.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/web.yml";
+  std::ofstream(path) << "tls_server_config:\n  cert_file: s.crt\n  key_file: /abs/s.key\n";
+  auto c = loadWebConfig(path);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->tls->certFile, std::string(dir) + "/s.crt");
+  EXPECT_EQ(c->tls->keyFile, "/abs/s.key");
+  // A missing certificate is refused when the context is made, naming it.
+  auto ctx = makeTlsContext(*c->tls);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_NE(ctx.error().message().find("cert_file"), std::string::npos);
 }
 
 TEST(WebConfig, VerifiesBcryptIncludingThe2yPrefix) {
@@ -361,6 +422,149 @@ TEST(HttpServer, UnauthorizedGets401WithABasicChallenge) {
   EXPECT_TRUE(no.starts_with("HTTP/1.1 401 Unauthorized")) << no;
   EXPECT_NE(no.find("WWW-Authenticate: Basic"), std::string::npos) << no;
   EXPECT_TRUE(yes.starts_with("HTTP/1.1 200 OK")) << yes;
+}
+
+// --- TLS (tls.h): a self-signed P-256 certificate made here with OpenSSL ----
+// The same SSL object is used by the front thread (handshake, request) and
+// then a worker (answer): the TSan stage runs these too.
+
+struct TlsFiles {
+  std::string dir, cert, key;
+  ~TlsFiles() {
+    ::unlink(cert.c_str());
+    ::unlink(key.c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+
+bool makeSelfSigned(TlsFiles& f) {
+  char dir[] = "/tmp/memcg_exporter_test_tls.XXXXXX";
+  if (!::mkdtemp(dir)) return false;
+  f.dir = dir;
+  f.cert = f.dir + "/s.crt";
+  f.key = f.dir + "/s.key";
+  EVP_PKEY* pkey = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  if (!pkey || !x) return false;
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), -60);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, pkey);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  bool ok = X509_sign(x, pkey, EVP_sha256()) > 0;
+  FILE* c = std::fopen(f.cert.c_str(), "w");
+  FILE* k = std::fopen(f.key.c_str(), "w");
+  ok = ok && c && k && PEM_write_X509(c, x) == 1 &&
+       PEM_write_PrivateKey(k, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (c) std::fclose(c);
+  if (k) std::fclose(k);
+  X509_free(x);
+  EVP_PKEY_free(pkey);
+  return ok;
+}
+
+/// A TLS client connection (no verification: the test trusts its own server).
+struct TlsClient {
+  SSL_CTX* ctx = nullptr;
+  SSL* ssl = nullptr;
+  int fd = -1;
+  bool connect(int port) {
+    ctx = SSL_CTX_new(TLS_client_method());
+    fd = connectTo(port);
+    if (!ctx || fd < 0) return false;
+    ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    return SSL_connect(ssl) == 1;
+  }
+  std::string roundTrip(const std::string& req) {
+    if (SSL_write(ssl, req.data(), static_cast<int>(req.size())) != static_cast<int>(req.size()))
+      return "write failed";
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      size_t end = in.find("\r\n\r\n");
+      size_t cl = in.find("Content-Length: ");
+      if (end != std::string::npos && cl != std::string::npos && cl < end) {
+        size_t len = std::stoul(in.substr(cl + 16));
+        if (in.size() >= end + 4 + len) return in.substr(0, end + 4 + len);
+      }
+      int n = SSL_read(ssl, buf, sizeof buf);
+      if (n <= 0) return in.empty() ? "read failed" : in;
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ~TlsClient() {
+    if (ssl) SSL_free(ssl);
+    if (ctx) SSL_CTX_free(ctx);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+TEST(HttpServerTls, ConcurrentKeepAliveClientsWhileHandshakesStall) {
+  TlsFiles files;
+  ASSERT_TRUE(makeSelfSigned(files));
+  TlsServerConfig tc;
+  tc.certFile = files.cert;
+  tc.keyFile = files.key;
+  auto ctx = makeTlsContext(tc);
+  ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+  http::Routes routes;
+  routes.add({"GET", "/echo", [](const http::Request& req, http::Response& r) {
+                r.contentType = "text/plain";
+                r.body = "q=" + req.param("q") + "\n" + std::string(40000, 'x');  // > 1 record
+              }});
+  HttpServerOptions o;
+  o.listenAddress = "127.0.0.1:0";
+  o.threads = 2;
+  o.handshakeTimeoutMs = 300;
+  TlsContext shared = *ctx;
+  o.tlsContext = [shared] { return shared; };
+  HttpServer server(o, routes);
+  // Stalled: half a ClientHello each; they must not hold the front or a worker.
+  std::vector<int> stalled;
+  for (int i = 0; i < 20; ++i) {
+    int fd = connectTo(server.port());
+    ASSERT_GE(fd, 0);
+    ::send(fd, "\x16\x03\x01\x02\x00", 5, MSG_NOSIGNAL);
+    stalled.push_back(fd);
+  }
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      TlsClient cl;
+      if (!cl.connect(server.port())) return;
+      for (int i = 0; i < 10; ++i) {
+        std::string q = std::to_string(c) + "-" + std::to_string(i);
+        std::string got = cl.roundTrip(get("/echo?q=" + q));
+        if (got.starts_with("HTTP/1.1 200 OK") && got.find("\r\n\r\nq=" + q + "\n") != std::string::npos &&
+            got.size() > 40000)
+          ++good;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(good.load(), 4 * 10);
+  // The stalled ones are closed once handshakeTimeoutMs has passed.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.stats().handshakeTimeouts < 20 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(server.stats().handshakeTimeouts, 20u);
+  char b;
+  EXPECT_EQ(::recv(stalled[0], &b, 1, 0), 0);  // closed, nothing said
+  for (int s : stalled) ::close(s);
+  // Plain HTTP to the TLS port is a failed handshake, not an answer.
+  int fd = connectTo(server.port());
+  std::string got = roundTrip(fd, get("/echo", true));
+  EXPECT_FALSE(got.starts_with("HTTP/1.1")) << got;
+  ::close(fd);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.stats().handshakeFailures < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(server.stats().handshakeFailures, 1u);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Faults (issue 19): each shows the exporter keeps serving, reports the fault
+# as a metric and a log line, and writes nothing it could not journal.
+#   1. a read error (EIO): a copy of the fixture tree whose /web/memory.stat is
+#      a symlink to /proc/self/mem (reading its offset 0 fails with EIO): every
+#      scrape is 200, memory_stat reports success 0 and counts the error, the
+#      log names the file and "Input/output error", the other cgroups and
+#      collectors are unaffected;
+#   2. cgroups vanishing mid-read (root, cgroup v1): 20 cgroups created and
+#      removed in a tight loop while 40 scrapes run: every scrape is 200 and
+#      complete, no collector reports failure (a vanished cgroup is skipped,
+#      memcg_exporter_cgroups_vanished_total counts it);
+#   3. a full disk under the controller's journal and audit log (root: a
+#      16 KiB tmpfs, filled): the controller refuses to nudge (a v1 nudge is
+#      never done unjournaled): the limit is never seen changed, the actions
+#      counter says result="error", the state API and the audit log line carry
+#      "No space left on device", scrapes go on;
+#   4. tracefs unmounted under us (root): the exporter traces through a
+#      tracefs mount of this test's own, which is lazily unmounted while it
+#      runs: its open instance files keep working (a detached mount lives on
+#      while descriptors hold it), so scrapes go on (200), vmscan still
+#      reports success, and it exits cleanly, its instance gone.
+# usage: faults_e2e.sh path/to/memcg_exporter
+set -uo pipefail
+bin=$(realpath "${1:?usage: faults_e2e.sh path/to/memcg_exporter}")
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+for t in curl python3; do command -v $t >/dev/null || { echo "SKIP: needs $t"; exit 77; }; done
+fixtures=$(cd "$here/../fixtures" && pwd)
+tmp=$(mktemp -d /var/tmp/memcg_exporter_test_harden_faults.XXXXXX)
+mem=/sys/fs/cgroup/memory
+base=memcg_exporter_test_harden_faults_$$
+epid=
+bg=()
+mounts=()
+cleanup() {
+  [ -n "$epid" ] && kill "$epid" 2>/dev/null && wait "$epid" 2>/dev/null
+  for p in "${bg[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  if [ -d "$mem/$base" ]; then
+    for d in $(find "$mem/$base" -type d | sort -r); do
+      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+      for _ in $(seq 1 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+    done
+  fi
+  for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+start() {  # start LOG ARGS...: the exporter on a port of its own; sets $epid and $url
+  local log=$1; shift
+  "$bin" --web.listen-address=127.0.0.1:0 "$@" 2>"$log" &
+  epid=$!
+  poll_until 20 grep -q 'msg="listening"' "$log" || { echo "FAIL exporter did not start:"; cat "$log"; return 1; }
+  url=http://127.0.0.1:$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$log")
+  poll_until 20 curl -fsS -o /dev/null "$url/-/ready"
+}
+stop() { kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; local rc=$?; epid=; return $rc; }
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+metric() { curl -fsS "$url/metrics" | awk -v m="$1" '$1==m {print $2+0}'; }
+
+# --- 1. EIO --------------------------------------------------------------------
+cp -r "$fixtures/cgroupfs/v1" "$tmp/fs"
+rm "$tmp/fs/memory/web/memory.stat" && ln -s /proc/self/mem "$tmp/fs/memory/web/memory.stat"
+start "$tmp/eio.log" --path.cgroupfs="$tmp/fs" --path.procfs="$fixtures/procfs" --no-collector.vmscan || exit 1
+ok=0
+for _ in 1 2 3; do [ "$(code "$url/metrics")" = 200 ] && ok=$((ok + 1)); done
+check "EIO: 3 of 3 scrapes answer 200 ($ok)" [ $ok = 3 ]
+check "EIO: memcg_exporter_collector_success{collector=\"memory_stat\"} 0" \
+  [ "$(metric 'memcg_exporter_collector_success{collector="memory_stat"}')" = 0 ]
+errs=$(metric 'memcg_exporter_scrape_errors_total{collector="memory_stat"}')
+check "EIO: the errors are counted (${errs:-none} >= 3)" [ "${errs:-0}" -ge 3 ]
+check "EIO: the other collectors succeed (memory_usage 1)" \
+  [ "$(metric 'memcg_exporter_collector_success{collector="memory_usage"}')" = 1 ]
+curl -fsS "$url/metrics" >"$tmp/eio.prom"
+check "EIO: the other cgroups' memory.stat is still exported" \
+  grep -q '^memcg_memory_stat_.*{cgroup="/system.slice"}' "$tmp/eio.prom"
+check "EIO: the broken cgroup's memory.stat is not (no made-up zeros)" \
+  bash -c "! grep -q '^memcg_memory_stat_.*{cgroup=\"/web\"}' '$tmp/eio.prom'"
+check "EIO: logged with the file and the errno" \
+  grep -q 'msg="collector failed" collector=memory_stat err=.*web/memory.stat.*Input/output error' "$tmp/eio.log"
+check "EIO: logged once, not per scrape ($(grep -c 'msg="collector failed"' "$tmp/eio.log") lines)" \
+  [ "$(grep -c 'msg="collector failed"' "$tmp/eio.log")" = 1 ]
+stop
+
+if [ "$(id -u)" != 0 ] || [ ! -f $mem/memory.limit_in_bytes ]; then
+  echo "faults: parts 2-4 SKIPPED: need root and cgroup v1 memory"
+  summary faults
+  exit $([ "$fail" = 0 ] && echo 77 || echo 1)
+fi
+mkdir "$mem/$base" || { echo "FAIL cannot make $mem/$base"; exit 1; }
+
+# --- 2. cgroups vanishing mid-read -----------------------------------------------
+# Every scrape walks (interval 0), so cgroups removed between its walk and its
+# reads are met mid-scrape.
+start "$tmp/churn.log" --cgroup.include="/|/$base.*" --cgroup.refresh-interval-ms=0 \
+  --no-collector.vmscan --log.level=debug || exit 1
+python3 - "$mem/$base" <<'PY' &
+import os, sys, time
+root = sys.argv[1]
+end = time.time() + 120
+i = 0
+while time.time() < end:
+    d = os.path.join(root, "c%d" % (i % 20))
+    try:
+        os.mkdir(d)
+    except FileExistsError:
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+    i += 1
+PY
+bg+=($!)
+ok=0 complete=0 failed_collectors=0
+for _ in $(seq 1 40); do
+  out=$(curl -s -w '\n%{http_code}' "$url/metrics")
+  [ "$(tail -1 <<<"$out")" = 200 ] && ok=$((ok + 1))
+  grep -q '^memcg_exporter_build_info' <<<"$out" && complete=$((complete + 1))
+  failed_collectors=$((failed_collectors + $(grep -c '^memcg_exporter_collector_success{.*} 0$' <<<"$out")))
+done
+kill "${bg[-1]}"; wait "${bg[-1]}" 2>/dev/null; unset 'bg[-1]'
+vanished=$(metric memcg_exporter_cgroups_vanished_total)
+echo "churn: $ok of 40 scrapes 200, $complete complete, $failed_collectors collector failures, vanished_total=${vanished:-none}"
+check "churn: 40 of 40 scrapes 200 and complete" bash -c "[ $ok = 40 ] && [ $complete = 40 ]"
+check "churn: no collector reported failure" [ $failed_collectors = 0 ]
+check "churn: no 'collector failed' log line" bash -c "! grep -q 'msg=\"collector failed\"' '$tmp/churn.log'"
+check "churn: cgroups were met gone mid-scrape and counted (vanished_total ${vanished:-none} > 0)" \
+  [ "${vanished:-0}" -gt 0 ]
+stop
+for d in "$mem/$base"/c*; do [ -d "$d" ] && rmdir "$d"; done
+
+# --- 3. a full disk under the journal and the audit log ---------------------------
+MiB=$((1 << 20))
+mkdir -p "$tmp/full" && mount -t tmpfs -o size=16k,mode=0700 memcg_exporter_test_harden "$tmp/full" &&
+  mounts+=("$tmp/full") || { echo "FAIL cannot mount a tmpfs"; exit 1; }
+mkdir "$mem/$base/stream" && echo $((256 * MiB)) >"$mem/$base/stream/memory.limit_in_bytes"
+echo tok >"$tmp/token"
+: >"$tmp/full/controller.journal"; : >"$tmp/full/audit.jsonl"
+dd if=/dev/zero of="$tmp/full/filler" bs=4k 2>/dev/null  # until ENOSPC
+check "full: the tmpfs is full (a 1-byte append fails)" bash -c "! echo x >> '$tmp/full/filler' 2>/dev/null"
+truncate -s 16G "$tmp/sparse"
+sh -c "echo \$\$ > $mem/$base/stream/cgroup.procs; while :; do cat $tmp/sparse > /dev/null; done" &
+bg+=($!)
+python3 - "$mem/$base/stream/memory.limit_in_bytes" "$tmp/limits_seen" <<'PY' &
+import sys, time
+seen = set()
+end = time.time() + 120
+while time.time() < end:
+    with open(sys.argv[1]) as f:
+        v = f.read().strip()
+    if v not in seen:
+        seen.add(v)
+        with open(sys.argv[2], "w") as o:
+            o.write(" ".join(sorted(seen)) + "\n")
+PY
+bg+=($!)
+poll_until 20 test -s "$tmp/limits_seen" || { echo "FAIL the limit poller did not start"; exit 1; }
+start "$tmp/full.log" --cgroup.include="/|/$base.*" --no-collector.vmscan --controller.enable \
+  --controller.allow="/$base.*" --controller.token-file="$tmp/token" \
+  --controller.journal="$tmp/full/controller.journal" --controller.audit-log="$tmp/full/audit.jsonl" || exit 1
+check "full: protect 200" [ "$(code -X POST -H 'Authorization: Bearer tok' -H 'Content-Type: application/json' \
+  --data '{"cgroup":"/'$base'/stream","start_margin_bytes":67108864,"target_margin_bytes":134217728}' \
+  "$url/api/v1/controller/protect")" = 200 ]
+errors() { metric "memcg_controller_actions_total{cgroup=\"/$base/stream\",actuator=\"v1_limit_nudge\",result=\"error\"}"; }
+check "full: memcg_controller_actions_total{result=\"error\"} counts refused nudges (>= 3)" \
+  poll_until 30 bash -c "$(declare -f metric errors); url=$url; base=$base; [ \"\$(errors)\" -ge 3 ] 2>/dev/null"
+echo "full: $(errors) refused nudges; limits seen: $(cat "$tmp/limits_seen")"
+check "full: the limit was never seen other than the original" \
+  [ "$(cat "$tmp/limits_seen")" = $((256 * MiB)) ]
+check "full: no ok or partial nudge counted" bash -c "! curl -fsS '$url/metrics' | grep -q 'memcg_controller_actions_total{.*result=\"\(ok\|partial\)\"} [1-9]'"
+check "full: the state API says why (No space left on device)" \
+  bash -c "curl -fsS -H 'Authorization: Bearer tok' '$url/api/v1/controller/state' | grep -q 'No space left on device'"
+check "full: the log line says why (an audit line: result error, No space left on device)" \
+  bash -c "grep 'msg=\"controller audit\"' '$tmp/full.log' | grep 'No space left on device' | grep -q 'result.....error'"
+check "full: scrapes go on" [ "$(code "$url/metrics")" = 200 ]
+stop
+check "full: the limit is the original after exit" [ "$(cat "$mem/$base/stream/memory.limit_in_bytes")" = $((256 * MiB)) ]
+for p in "${bg[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; bg=()
+
+# --- 4. tracefs unmounted under us ------------------------------------------------
+if grep -qw tracefs /proc/filesystems; then
+  mkdir -p "$tmp/tfs" && mount -t tracefs nodev "$tmp/tfs" && mounts+=("$tmp/tfs")
+  inst=memcg_exporter_test_harden_faults_$$
+  start "$tmp/tfs.log" --cgroup.include="/|/$base.*" --path.tracefs="$tmp/tfs" \
+    --collector.vmscan.instance="$inst" || exit 1
+  check "tracefs: the vmscan collector traces (success 1)" \
+    [ "$(metric 'memcg_exporter_collector_success{collector="vmscan"}')" = 1 ]
+  umount -l "$tmp/tfs" && unset 'mounts[-1]'
+  ok=0
+  for _ in $(seq 1 10); do [ "$(code "$url/metrics")" = 200 ] && ok=$((ok + 1)); sleep 0.1; done
+  check "tracefs: unmounted under it, 10 of 10 scrapes still 200 ($ok)" [ $ok = 10 ]
+  check "tracefs: vmscan still succeeds after the unmount" \
+    [ "$(metric 'memcg_exporter_collector_success{collector="vmscan"}')" = 1 ]
+  stop; rc=$?
+  check "tracefs: it exits cleanly afterwards (status $rc)" [ $rc = 0 ]
+  check "tracefs: its instance is gone" bash -c "! ls -d /sys/kernel/tracing/instances/$inst 2>/dev/null"
+else
+  echo "faults: part 4 SKIPPED: no tracefs in this kernel"
+fi
+
+summary faults

@@ -274,14 +274,16 @@ fi
 #    events stay in its own instance's ring buffer; the test reads that very
 #    buffer as text (the kernel's own decoding of the same stamps), then lets
 #    the exporter go on and read it raw. Same stamps on both sides, so the
-#    stall sums must agree to the text's resolution (1 us per pair): this is
-#    what checks how the reader decodes 6.1's sub-buffers (time extends,
-#    absolute stamps, page stamps) across CPUs.
+#    stall sums must agree to the text's resolution (1 us per pair). Beside
+#    it memcg_trace_raw_dump (the reader alone, with the exporter's events)
+#    must hand out every record of the cat with the stamp the kernel's text
+#    of its buffer shows: how the reader decodes 6.1's sub-buffers (time
+#    extends, absolute stamps, page stamps) across CPUs.
 # Why not the other instance's text for the sums: each instance stamps a
-# tracepoint hit with its own clock read, and under TCG two reads of one hit
-# can be far apart (the vCPU is a host thread; TCG stops every vCPU for its
-# exclusive work); two reference instances of the same pairs show it, per
-# pair, in every run (printed as "instance vs instance").
+# tracepoint hit with its own clock read, one after the other, and under TCG
+# on a loaded host the vCPU thread can be descheduled between two of them
+# (milliseconds); two reference instances of the same pairs show how far
+# apart, per pair, in every run (printed as "instance vs instance"; ~1%).
 
 # text_pairs FILE PID: PID's reclaim begin/end pairs in the text trace FILE,
 # in the kernel's (timestamp) order, one line each: "P KIND US BCPU ECPU" (US:

@@ -4,7 +4,10 @@
 // Source: the exporter's own tracefs instance (tracing/tracer.h), started by
 // the App from this collector's options (startTracing below) and handed to
 // the collector. The metric table and the snapshot -> samples mapping are in
-// tracing/trace_metrics.h.
+// tracing/trace_metrics.h. Per-cgroup series are written for the cgroups
+// of the scrape's tree only (tracing/cgroup_selection.h), the same cgroups
+// every cgroupfs collector exports: --cgroup.include/exclude, max-depth and
+// limit are decided once, by discovery.
 //
 // Down: without tracefs, permission (root/CAP_SYS_ADMIN + CAP_SYS_RESOURCE)
 // or the memory controller the tracer does not start; the reason is logged
@@ -119,7 +122,10 @@ class VmscanCollector : public Collector {
       return;
     }
     tracing::TraceSnapshot s = tracer_->snapshot();
-    tracing::renderTraceSnapshot(s, sink);
+    // The cgroups of this scrape's tree, as every collector exports them.
+    tracing::CgroupSelection selection;
+    for (const Cgroup& c : ctx.tree.cgroups) selection.add(c.path, c.inode);
+    tracing::renderTraceSnapshot(s, sink, &selection);
     tracer_->reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
     if (!s.running) {
       if (!stopped_logged_.exchange(true)) log::warn("vmscan trace reader is not running");

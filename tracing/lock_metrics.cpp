@@ -99,12 +99,14 @@ std::vector<const metrics::Desc*> lockMetricDescs() {
           &kRstatWait, &kRstatHold, &kFlushes, &kUnpaired, &kSamples};
 }
 
-void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink) {
+void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink,
+                        const CgroupSelection* selection) {
   if (!s.enabled) return;
   sink.add(kUnpaired, {}, d(s.unpaired_ends));
   if (s.callers) sink.add(kSamples, {}, d(s.stacks_sampled));
   renderKinds(s.node, kNodeCount, kNodeWait, {}, sink);
   for (const LockCgroupSeries& c : s.cgroups) {
+    if (selection && !selection->selectsLabel(c.label)) continue;
     std::string_view label = sink.keep(c.label);
     renderKinds(c.contention, kCgCount, kCgWait, label, sink);
     const RstatStats& r = c.rstat;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "metrics/metric.h"
+#include "tracing/cgroup_selection.h"
 #include "tracing/lock_stats.h"
 #include "tracing/lock_symbols.h"
 
@@ -41,8 +42,10 @@ namespace memcg::tracing {
 
 std::vector<const metrics::Desc*> lockMetricDescs();
 
-/// Writes the lock samples of `s` (nothing if !s.enabled).
-void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink);
+/// Writes the lock samples of `s` (nothing if !s.enabled); per-cgroup ones
+/// only of the cgroups `selection` selects (null: all; cgroup_selection.h).
+void renderLockSnapshot(const LockSnapshot& s, metrics::Sink& sink,
+                        const CgroupSelection* selection = nullptr);
 
 /// Opaque ids for lock addresses: "lock-1", "lock-2", ... in order of first
 /// sight, never reused, so a dashboard can follow one lock across reports

@@ -271,7 +271,8 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
   return all;
 }
 
-void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
+void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink,
+                         const CgroupSelection* selection) {
   sink.add(kUp, {}, s.running ? 1 : 0);
   sink.add(kEvents, {}, d(s.events_read));
   sink.add(kLost, {}, d(s.events_lost));
@@ -298,8 +299,10 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink) {
     if (s.node.wakeup_requests_by_order[o] == 0) continue;
     sink.add(kWakeReqOrder, {kOrderLabels[o]}, d(s.node.wakeup_requests_by_order[o]));
   }
-  for (const CgroupTraceStats& c : s.cgroups) renderCgroup(c, sink);
-  renderLockSnapshot(s.locks, sink);
+  for (const CgroupTraceStats& c : s.cgroups) {
+    if (!selection || selection->selects(c)) renderCgroup(c, sink);
+  }
+  renderLockSnapshot(s.locks, sink, selection);
 }
 
 void renderTraceDown(metrics::Sink& sink) { sink.add(kUp, {}, 0); }

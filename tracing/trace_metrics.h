@@ -4,11 +4,14 @@
 // Series come from a TraceSnapshot (aggregator.h): counters since the tracer
 // started, in base units (pages are counted as pages, times in seconds).
 // Cardinality: a cgroup is emitted only for the counters that moved (a zero
-// counter of an idle cgroup is not written); at most AggregatorOptions::
-// max_cgroups cgroups have series, the rest are summed into cgroup="_overflow";
-// tasks whose cgroup could not be read (exited before the first /proc lookup)
-// are summed into cgroup="_unknown". The `cgroup` label is the path relative
-// to the memory hierarchy's root ("/", "/a/b"), the same as discovery's label.
+// counter of an idle cgroup is not written) and only if the scrape's
+// selection holds it (cgroup_selection.h: the cgroups discovery selected, as
+// for every other collector); at most AggregatorOptions::max_cgroups cgroups
+// have series, the rest are summed into cgroup="_overflow"; tasks whose
+// cgroup could not be read (exited before the first /proc lookup) are summed
+// into cgroup="_unknown". Those two are exported only while the selection
+// holds the root "/". The `cgroup` label is the path relative to the memory
+// hierarchy's root ("/", "/a/b"), the same as discovery's label.
 //
 // reclaim_stat (seed 001's memory.reclaim_stat, synthesised):
 //   context=limit  <- memcg limit reclaim by the charging task (kind=memcg)
@@ -28,16 +31,19 @@
 
 #include "metrics/metric.h"
 #include "tracing/aggregator.h"
+#include "tracing/cgroup_selection.h"
 
 namespace memcg::tracing {
 
 /// Every Desc renderTraceSnapshot() can write (for docs and describe()).
 std::vector<const metrics::Desc*> traceMetricDescs();
 
-/// Writes the snapshot's samples into `sink`. Label values that are not
-/// literals (cgroup paths) are kept by the sink. memcg_trace_up is 1 iff
-/// s.running.
-void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink);
+/// Writes the snapshot's samples into `sink`: the node-wide ones, and the
+/// per-cgroup ones of the cgroups `selection` selects (null: every series).
+/// Label values that are not literals (cgroup paths) are kept by the sink.
+/// memcg_trace_up is 1 iff s.running.
+void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink,
+                         const CgroupSelection* selection = nullptr);
 
 /// Writes only memcg_trace_up 0: the tracer could not start.
 void renderTraceDown(metrics::Sink& sink);

@@ -4,7 +4,7 @@
 # exporter on a real cgroup v2 hierarchy, and turns the guest's serial-console
 # markers into pass/fail. See tests/qemu/README.md.
 #
-#   tests/qemu/run.sh [--exporter PATH | --no-exporter] [--cache DIR]
+#   tests/qemu/run.sh [--exporter PATH | --no-exporter] [--trace-dump PATH] [--cache DIR]
 #                     [--timeout SECONDS] [--keep] [--verbose]
 #
 # Exit: 0 when every guest test passed, 77 when the lane was skipped because
@@ -29,6 +29,7 @@ exporter="${MEMCG_QEMU_EXPORTER:-}"
 exporter_explicit=0
 [[ -n "${exporter}" ]] && exporter_explicit=1
 no_exporter=0
+trace_dump="${MEMCG_QEMU_TRACE_DUMP:-}"
 cache_dir="${MEMCG_QEMU_CACHE:-/var/cache/memcg_exporter_test_qemu}"
 timeout_s="${MEMCG_QEMU_TIMEOUT:-480}"
 keep=0
@@ -42,6 +43,8 @@ while (($#)); do
   case "$1" in
     --exporter) exporter="${2:?--exporter needs a path}"; exporter_explicit=1; shift 2 ;;
     --exporter=*) exporter="${1#*=}"; exporter_explicit=1; shift ;;
+    --trace-dump) trace_dump="${2:?--trace-dump needs a path}"; shift 2 ;;
+    --trace-dump=*) trace_dump="${1#*=}"; shift ;;
     --no-exporter) no_exporter=1; shift ;;
     --cache) cache_dir="${2:?--cache needs a directory}"; shift 2 ;;
     --cache=*) cache_dir="${1#*=}"; shift ;;
@@ -273,20 +276,30 @@ printf 'hosts: files\n' >"${rootfs}/etc/nsswitch.conf"
 printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"${rootfs}/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' >"${rootfs}/etc/group"
 
+# copy_libs BINARY: every library it links, at the path the loader will look
+# for it, plus the loader itself (the line with no "=>").
+copy_libs() {
+  local ldd_out lib
+  ldd_out="$(ldd "$1" 2>/dev/null)" || return 0
+  while read -r lib; do
+    [[ -e "${lib}" && ! -e "${rootfs}${lib}" ]] || continue
+    mkdir -p "${rootfs}$(dirname "${lib}")"
+    cp -L "${lib}" "${rootfs}${lib}"
+  done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"${ldd_out}")
+}
 if [[ -n "${exporter}" ]]; then
   install -m 0755 "${exporter}" "${rootfs}/usr/bin/memcg_exporter"
   # Debug info only makes the initramfs bigger and the TCG guest slower to unpack it.
   if command -v strip >/dev/null 2>&1; then
     strip --strip-debug "${rootfs}/usr/bin/memcg_exporter" 2>/dev/null || true
   fi
-  # Every library it links, at the path the loader will look for it, plus the
-  # loader itself (the line with no "=>").
-  if ldd_out="$(ldd "${exporter}" 2>/dev/null)"; then
-    while read -r lib; do
-      [[ -e "${lib}" ]] || continue
-      mkdir -p "${rootfs}$(dirname "${lib}")"
-      cp -L "${lib}" "${rootfs}${lib}"
-    done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"${ldd_out}")
+  copy_libs "${exporter}"
+  # The tracer's reader on its own (test_20's record-by-record check).
+  if [[ -n "${trace_dump}" ]]; then
+    [[ -x "${trace_dump}" ]] || die "--trace-dump binary not found or not executable: ${trace_dump}"
+    install -m 0755 "${trace_dump}" "${rootfs}/usr/bin/memcg_trace_raw_dump"
+    strip --strip-debug "${rootfs}/usr/bin/memcg_trace_raw_dump" 2>/dev/null || true
+    copy_libs "${trace_dump}"
   fi
 fi
 
@@ -320,9 +333,7 @@ rm -f "${diskdir}/stream.bin"
 # --- 9. boot -----------------------------------------------------------------------------
 console="${work}/console.log"
 # tsc=reliable: keep the TSC as clocksource (the TCG guest otherwise falls back to
-# hpet, whose emulated reads cost tens of us per trace event stamp: two tracefs
-# instances then stamp one tracepoint hit up to ~100 us apart, which swamps the
-# stall comparisons of test_20's order check).
+# hpet, whose emulated reads cost tens of us per trace event stamp).
 guest_args="console=ttyS0 quiet panic=-1 tsc=reliable"
 ((verbose)) && guest_args+=" memcg_test.verbose"
 log "booting ${kernel_pkg} (${kver}) under qemu/TCG, timeout ${timeout_s}s," \

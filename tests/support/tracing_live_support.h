@@ -89,6 +89,24 @@ struct Cgroup {
   bool ok = false;
 };
 
+/// Events the tracefs instance at `dir` lost (overrun + dropped, all CPUs).
+inline uint64_t instanceLost(const std::string& dir) {
+  uint64_t n = 0;
+  for (int cpu = 0; cpu < 1024; ++cpu) {
+    auto s = readWholeFile(dir + "/per_cpu/cpu" + std::to_string(cpu) + "/stats");
+    if (!s.ok()) break;
+    std::string_view t = *s, line;
+    while (nextLine(t, line)) {
+      if (line.rfind("overrun:", 0) == 0 || line.rfind("dropped events:", 0) == 0) {
+        std::string_view v = line.substr(line.find(':') + 1);
+        while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+        n += parseU64(trimRight(v)).value_or(0);
+      }
+    }
+  }
+  return n;
+}
+
 struct RefInstance {  // the independent counter: a private instance read as text
   std::string dir;
   explicit RefInstance(std::string name) : dir(kTracefs + "/instances/" + name) {
@@ -102,22 +120,7 @@ struct RefInstance {  // the independent counter: a private instance read as tex
   bool enable(const char* sys, const char* ev) {
     return writeStr(dir + "/events/" + sys + "/" + ev + "/enable", "1");
   }
-  uint64_t lost() {
-    uint64_t n = 0;
-    for (int cpu = 0; cpu < 1024; ++cpu) {
-      auto s = readWholeFile(dir + "/per_cpu/cpu" + std::to_string(cpu) + "/stats");
-      if (!s.ok()) break;
-      std::string_view t = *s, line;
-      while (nextLine(t, line)) {
-        if (line.rfind("overrun:", 0) == 0 || line.rfind("dropped events:", 0) == 0) {
-          std::string_view v = line.substr(line.find(':') + 1);
-          while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-          n += parseU64(trimRight(v)).value_or(0);
-        }
-      }
-    }
-    return n;
-  }
+  uint64_t lost() const { return instanceLost(dir); }
   bool ok = false;
 };
 

@@ -267,6 +267,75 @@ TEST(RenderTraceSnapshot, DownWritesOnlyUpZero) {
   EXPECT_EQ(sink.sampleCount(), 1u);
 }
 
+// The selection (cgroup_selection.h): only the scrape's cgroups, the same
+// cgroup (id) where both know it, and the pseudo-series with the root only.
+TEST(RenderTraceSnapshot, SelectionDecidesWhichCgroupsAreWritten) {
+  TraceSnapshot s = sampleSnapshot();
+  s.locks.enabled = true;
+  LockCgroupSeries lx;
+  lx.label = kCg;
+  lx.rstat.contended = 4;
+  LockCgroupSeries lu;
+  lu.label = "_unknown";
+  lu.rstat.contended = 5;
+  s.locks.cgroups = {lx, lu};
+  const std::string xs = "memcg_vmscan_reclaim_total" + lbl("memcg") + "} 3";
+  const std::string xl = std::string("memcg_cgroup_rstat_lock_contended_total{cgroup=\"") + kCg +
+                         "\"} 4";
+  const std::string ul = "memcg_cgroup_rstat_lock_contended_total{cgroup=\"_unknown\"} 5";
+  auto with = [&](const CgroupSelection& sel) {
+    metrics::Sink sink;
+    renderTraceSnapshot(s, sink, &sel);
+    std::string out;
+    metrics::writeText(sink.families(), out);
+    return out;
+  };
+  {  // the default selection: everything, root included
+    CgroupSelection sel;
+    sel.add("/", 1);
+    sel.add(kCg, 1234);
+    const std::string t = with(sel);
+    EXPECT_TRUE(hasLine(t, xs)) << t;
+    EXPECT_TRUE(hasLine(t, xl)) << t;
+    EXPECT_TRUE(hasLine(t, ul)) << t;
+    EXPECT_TRUE(hasLine(t, "memcg_vmscan_reclaim_total{cgroup=\"_unknown\",kind=\"direct\"} 1"));
+    EXPECT_TRUE(hasLine(t, "memcg_vmscan_reclaim_total{cgroup=\"_overflow\",kind=\"memcg\"} 2"));
+    EXPECT_NE(t.find("memcg_vmscan_lru_scanned_pages_total{cgroup=\"/\""), std::string::npos);
+  }
+  {  // narrowed to the cgroup (e.g. --cgroup.include="/memcg_exporter_test_.*")
+    CgroupSelection sel;
+    sel.add(kCg, 1234);
+    const std::string t = with(sel);
+    EXPECT_TRUE(hasLine(t, xs)) << t;
+    EXPECT_TRUE(hasLine(t, xl)) << t;
+    EXPECT_EQ(t.find("{cgroup=\"_unknown\""), std::string::npos) << t;
+    EXPECT_EQ(t.find("{cgroup=\"_overflow\""), std::string::npos) << t;
+    EXPECT_EQ(t.find("{cgroup=\"/\""), std::string::npos) << t;
+    // Node-wide series stay.
+    EXPECT_TRUE(hasLine(t, "memcg_node_vmscan_kswapd_wakeups_total 4")) << t;
+  }
+  {  // the root only (e.g. --cgroup.max-depth=0)
+    CgroupSelection sel;
+    sel.add("/", 1);
+    const std::string t = with(sel);
+    EXPECT_EQ(t.find(kCg), std::string::npos) << t;
+    EXPECT_TRUE(hasLine(t, ul)) << t;
+  }
+  {  // the path is another cgroup now (recreated: the walk found a new inode)
+    CgroupSelection sel;
+    sel.add(kCg, 99);
+    EXPECT_EQ(with(sel).find("memcg_vmscan_reclaim_total" + lbl("memcg")), std::string::npos);
+    CgroupSelection unknown_id;  // a walk that could not tell the id
+    unknown_id.add(kCg, 0);
+    EXPECT_TRUE(hasLine(with(unknown_id), xs));
+  }
+  {  // an empty tree: no cgroup at all
+    const std::string t = with(CgroupSelection{});
+    EXPECT_EQ(t.find("{cgroup=\""), std::string::npos) << t;
+    EXPECT_TRUE(hasLine(t, "memcg_trace_up 1")) << t;
+  }
+}
+
 TEST(RenderTraceSnapshot, PassesPromtool) {
 #ifndef MEMCG_PROMTOOL
   GTEST_SKIP() << "promtool not found at configure time";

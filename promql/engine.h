@@ -29,8 +29,8 @@ struct EngineOptions {
 };
 
 /// When a query must stop (the API's ?timeout=). The evaluator checks it
-/// before it starts, at every node of every step and every few hundred series
-/// of an inner loop, and gives up with Prometheus' "query timed out in
+/// before it starts and every 256 units of work (a node of a step, a series of
+/// an inner loop), and gives up with Prometheus' "query timed out in
 /// expression evaluation" (Error::err ETIMEDOUT).
 using Deadline = std::chrono::steady_clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();

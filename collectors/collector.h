@@ -22,12 +22,15 @@
 
 namespace memcg {
 
-/// A narrow restriction of one scrape (the history's sampler): the scraper
-/// runs only the collectors that describe() a family `family` accepts, and
-/// hands them a tree of only the cgroups `cgroup` accepts (the collectors
-/// themselves are unchanged: the same reading path as /metrics). Names a
-/// collector makes at run time (unknown memory.stat keys) come along only when
-/// their collector runs for a listed family. Empty functions accept all.
+/// A narrow restriction of one scrape (the history's sampler). The scraper
+/// runs only the collectors that describe() a family `family` accepts, hands
+/// them a tree of only the cgroups `cgroup` accepts, and hands them the filter
+/// itself (ScrapeContext::filter): a collector that reads several files asks
+/// ScrapeContext::wants() and reads only the files that can produce an
+/// accepted family (the collectors are the same reading path as /metrics).
+/// Names a collector makes at run time (unknown memory.stat keys) come along
+/// only when the file they come from is read for a listed family. Empty
+/// functions accept all.
 struct ScrapeFilter {
   std::function<bool(std::string_view family)> family;
   std::function<bool(std::string_view cgroup)> cgroup;
@@ -39,16 +42,26 @@ struct ScrapeFilter {
 
 struct ScrapeContext {
   const CgroupTree& tree;
+  /// The restriction of this scrape; null (a /metrics scrape) wants everything.
+  const ScrapeFilter* filter = nullptr;
   std::string buf;  ///< scratch buffer for file contents, reused
   std::vector<Error> errors;
   size_t vanished = 0;  ///< cgroups that went away mid-scrape
+  size_t reads = 0;     ///< cgroup files read through read(), any outcome
 
-  explicit ScrapeContext(const CgroupTree& t) : tree(t) {}
+  explicit ScrapeContext(const CgroupTree& t, const ScrapeFilter* f = nullptr)
+      : tree(t), filter(f) {}
   void fail(Error e) { errors.push_back(std::move(e)); }
 
   /// Reads a cgroup file; records an error on kError, counts kGone.
   cgroupfs::ReadStatus read(const cgroupfs::CgroupDir& dir, cgroupfs::FileId id,
                             std::string_view& out);
+
+  /// True when this scrape wants family `d` (always without a filter). It may
+  /// run a regex: ask once per file per scrape, not per cgroup.
+  bool wants(const metrics::Desc& d) const {
+    return !filter || !filter->family || filter->family(d.name);
+  }
 };
 
 class Collector {

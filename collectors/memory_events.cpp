@@ -79,6 +79,18 @@ class EventsFile {
     for (auto& [d, v] : pending) sink.add(*d, {cg.path}, v);
   }
 
+  /// True when the scrape wants a family of this file (its unknown keys come
+  /// along when it is read).
+  bool wanted(const ScrapeContext& ctx) const {
+    for (const auto& d : descs_) {
+      if (ctx.wants(d)) return true;
+    }
+    return false;
+  }
+  bool wantsOomKill(const ScrapeContext& ctx) const {
+    return ctx.wants(*byKey_.at("oom_kill"));
+  }
+
   /// v1's memory.oom_control oom_kill means what v2's memory.events oom_kill
   /// means: one name for both.
   void addOomKill(metrics::Sink& sink, const Cgroup& cg, double v) const {
@@ -118,17 +130,26 @@ class MemoryEventsCollector : public Collector {
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     const bool v2 = ctx.tree.layout.mode == CgroupMode::kV2;
+    // The files this scrape reads (the history's filter may want only some
+    // families), decided once per scrape.
+    const bool events = v2 && events_.wanted(ctx), local = v2 && local_.wanted(ctx),
+               swap = v2 && swap_.wanted(ctx);
+    std::vector<char> failcnt(failcnt_.size(), 0);
+    for (size_t i = 0; !v2 && i < failcnt_.size(); ++i)
+      failcnt[i] = ctx.wants(*failcnt_[i].second);
+    const bool oom = !v2 && (ctx.wants(*underOom_) || events_.wantsOomKill(ctx));
     // v1 families resolved once per scrape, on first use (exposition order).
     std::vector<metrics::Family*> fams(failcnt_.size(), nullptr);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       if (v2) {
-        events_.collect(ctx, sink, cg);
-        local_.collect(ctx, sink, cg);
-        swap_.collect(ctx, sink, cg);
+        if (events) events_.collect(ctx, sink, cg);
+        if (local) local_.collect(ctx, sink, cg);
+        if (swap) swap_.collect(ctx, sink, cg);
         continue;
       }
       bool gone = false;
       for (size_t i = 0; i < failcnt_.size(); ++i) {
+        if (!failcnt[i]) continue;
         const auto& [file, desc] = failcnt_[i];
         std::string_view content;
         ReadStatus st = ctx.read(*cg.dir, file, content);
@@ -146,7 +167,7 @@ class MemoryEventsCollector : public Collector {
         if (!fams[i]) fams[i] = &sink.family(*desc);
         fams[i]->add({cg.path}, static_cast<double>(*n));
       }
-      if (!gone) oomControl(ctx, sink, cg);
+      if (!gone && oom) oomControl(ctx, sink, cg);
     }
   }
 

@@ -84,18 +84,22 @@ class MemoryUsageCollector : public Collector {
   }
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
-    // The rows this scrape reads: a file a group is off for is never opened.
+    // The rows this scrape reads: a file a group is off for, or whose family
+    // the scrape does not want (the history's filter), is never opened.
     thread_local std::vector<const Row*> rows;
     rows.clear();
     if (ctx.tree.layout.mode == CgroupMode::kV2) {
-      for (const Row& r : v2_) rows.push_back(&r);
+      for (const Row& r : v2_) {
+        if (ctx.wants(*r.desc)) rows.push_back(&r);
+      }
     } else {
       const bool memsw = swapAccounting(ctx.tree.layout.memoryRoot);
       for (const Row& r : v1_) {
         if ((r.group == Row::kMemsw && !memsw) || (r.group == Row::kKmem && !kmem_)) continue;
-        rows.push_back(&r);
+        if (ctx.wants(*r.desc)) rows.push_back(&r);
       }
     }
+    if (rows.empty()) return;
     std::vector<metrics::Family*> fams(rows.size(), nullptr);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       for (size_t i = 0; i < rows.size(); ++i) {

@@ -52,7 +52,11 @@ class PressureCollector : public Collector {
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     std::string_view content;
     Error err;
-    switch (cgroupfs::readFile(nodePath_, ctx.buf, content, &err)) {
+    // Each file only when the scrape wants one of its families (the history's filter).
+    const bool node = ctx.wants(kNodeWaiting) || ctx.wants(kNodeStalled);
+    const bool cgroups = ctx.wants(kWaiting) || ctx.wants(kStalled);
+    switch (node ? cgroupfs::readFile(nodePath_, ctx.buf, content, &err)
+                 : ReadStatus::kAbsent) {
       case ReadStatus::kOk: {
         Totals t;
         Status st = parsePressure(content, nodePath_, t);
@@ -68,6 +72,7 @@ class PressureCollector : public Collector {
       default: break;  // PSI not available: nothing to export
     }
     for (const Cgroup& cg : ctx.tree.cgroups) {
+      if (!cgroups) break;
       if (!cg.psiDir) continue;
       if (ctx.read(*cg.psiDir, FileId::kMemoryPressure, content) != ReadStatus::kOk) continue;
       Totals t;

@@ -9,6 +9,7 @@ namespace memcg {
 cgroupfs::ReadStatus ScrapeContext::read(const cgroupfs::CgroupDir& dir, cgroupfs::FileId id,
                                          std::string_view& out) {
   Error err;
+  ++reads;
   auto st = dir.read(id, buf, out, &err);
   if (st == cgroupfs::ReadStatus::kError) fail(std::move(err));
   if (st == cgroupfs::ReadStatus::kGone) ++vanished;

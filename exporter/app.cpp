@@ -203,6 +203,8 @@ void App::buildHistory() {
       throw std::logic_error("live view selector: " + id.error().message());
   }
   history::ApiOptions ao;
+  ao.timeoutMs = opts_.history.queryTimeoutMs;
+  ao.maxSamples = opts_.history.queryMaxSamples;
   ao.version = kVersion;
   ao.revision = kRevision;
   ao.describe = [&scraper] { return scraper.describe(); };

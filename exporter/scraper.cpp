@@ -43,6 +43,7 @@ struct Scraper::Stats {
   std::mutex mu;
   std::vector<std::string> lastError;  // per collector, guarded by mu
   std::atomic<uint64_t> vanished{0};
+  std::atomic<uint64_t> filesRead{0};
   std::atomic<uint64_t> discoveryFailures{0};
   explicit Stats(size_t n) : errors(n), lastError(n) {}
 
@@ -82,6 +83,7 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
     ScrapeContext ctx(*tree);
     auto start = Clock::now();
     collectors_[i].collector->collect(ctx, sink);
+    stats_->filesRead.fetch_add(ctx.reads, std::memory_order_relaxed);
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
     results[i] = {ctx.errors.empty(), secs};
     if (ctx.vanished) {
@@ -151,12 +153,17 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink,
       }
       if (!want) continue;
     }
-    ScrapeContext ctx(*tree);
+    ScrapeContext ctx(*tree, &filter);
     collectors_[i].collector->collect(ctx, sink);
+    stats_->filesRead.fetch_add(ctx.reads, std::memory_order_relaxed);
     if (ctx.vanished) stats_->vanished.fetch_add(ctx.vanished);
     if (!ctx.errors.empty()) stats_->errors[i].fetch_add(ctx.errors.size());
   }
   return tree;
+}
+
+uint64_t Scraper::filesRead() const {
+  return stats_->filesRead.load(std::memory_order_relaxed);
 }
 
 void Scraper::scrapeText(std::string& out) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,11 +36,17 @@ class Scraper {
   std::shared_ptr<const CgroupTree> scrape(metrics::Sink& sink);
   /// A scrape restricted by `filter` (the history's sampler): only the
   /// collectors with a family it accepts, over only the cgroups it accepts,
-  /// without the exporter's own metrics. The returned tree is the filtered one.
+  /// each reading only the files of the families it accepts
+  /// (ScrapeContext::wants), without the exporter's own metrics. The returned
+  /// tree is the filtered one.
   std::shared_ptr<const CgroupTree> scrape(metrics::Sink& sink, const ScrapeFilter& filter);
 
   /// Runs one scrape and appends its text exposition to `out`.
   void scrapeText(std::string& out);
+
+  /// Cgroup files the collectors asked for (ScrapeContext::read), over every
+  /// scrape so far, filtered or not.
+  uint64_t filesRead() const;
 
   /// True once a discovery walk has succeeded.
   bool ready() const { return discovery_.current() != nullptr; }

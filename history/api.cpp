@@ -1,5 +1,6 @@
 #include "history/api.h"
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -267,6 +268,11 @@ struct QueryApi::Impl {
     return true;
   }
 
+  /// The evaluator's deadline: `timeoutMs` from now.
+  static promql::Deadline deadline(int64_t timeoutMs) {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  }
+
   bool timeout(const http::Request& req, int64_t& out, ApiError& err) {
     out = opts.timeoutMs;
     const std::string v = param(req, "timeout");
@@ -282,8 +288,7 @@ struct QueryApi::Impl {
   }
 
   std::optional<ApiError> evalResult(const Result<promql::QueryResult>& r,
-                                     const LimitedStorage& ls, int64_t started,
-                                     int64_t timeoutMs, json& data) {
+                                     const LimitedStorage& ls, json& data) {
     if (ls.exceeded())
       return ApiError{422, "execution",
                       "query processing would load too many samples into memory in query "
@@ -291,13 +296,11 @@ struct QueryApi::Impl {
                           std::to_string(opts.maxSamples) + ")"};
     if (!r.ok()) {
       const auto& d = r.error().detail;
+      // The evaluator gave up at the query's deadline (?timeout=, --query.timeout).
+      if (r.error().err == ETIMEDOUT) return ApiError{503, "timeout", d};
       if (d.find("exceeded maximum resolution") != std::string::npos) return badData(d);
       return ApiError{422, "execution", d.empty() ? r.error().message() : d};
     }
-    if (nowMs() - started > timeoutMs)
-      return ApiError{503, "timeout",
-                      "query timed out in expression evaluation (timeout " +
-                          std::to_string(timeoutMs) + "ms)"};
     const auto& q = *r;
     json result;
     switch (q.type) {
@@ -344,13 +347,12 @@ struct QueryApi::Impl {
     auto e = promql::parseExpr(qs);
     if (!e.ok()) return badData("invalid parameter \"query\": " + e.error().detail);
     LimitedStorage ls(history, opts.maxSamples);
-    auto r = engine.instantQuery(ls, **e, t);
-    return evalResult(r, ls, started, to, data);
+    auto r = engine.instantQuery(ls, **e, t, deadline(to));
+    return evalResult(r, ls, data);
   }
 
   std::optional<ApiError> queryRange(const http::Request& req, json& data) {
     ApiError err;
-    const int64_t started = nowMs();
     int64_t start, end, step, to;
     if (param(req, "start").empty())
       return badData(
@@ -388,8 +390,8 @@ struct QueryApi::Impl {
           promql::valueTypeName((*e)->type()) +
           "\" for range query, must be Scalar or instant Vector");
     LimitedStorage ls(history, opts.maxSamples);
-    auto r = engine.rangeQuery(ls, **e, start, end, step);
-    return evalResult(r, ls, started, to, data);
+    auto r = engine.rangeQuery(ls, **e, start, end, step, deadline(to));
+    return evalResult(r, ls, data);
   }
 
   bool range(const http::Request& req, int64_t& mint, int64_t& maxt, ApiError& err) {

@@ -407,16 +407,26 @@ void History::sampleOnce(int64_t now) {
       }
       return false;
     };
-    filter.cgroup = [&due](std::string_view path) {
-      for (const auto& s : due) {
-        bool ok = true;
-        for (const auto& m : s.matchers) {
-          if (m.name() == "cgroup" && !m.matches(path)) ok = false;
+    // Cgroups are filtered only when every due selection names a cgroup
+    // matcher: otherwise every cgroup is read anyway, and a copy of the tree
+    // with all of them would be wasted work.
+    bool pinned = true;
+    for (const auto& s : due) {
+      bool has = false;
+      for (const auto& m : s.matchers) has = has || m.name() == "cgroup";
+      pinned = pinned && has;
+    }
+    if (pinned)
+      filter.cgroup = [&due](std::string_view path) {
+        for (const auto& s : due) {
+          bool ok = true;
+          for (const auto& m : s.matchers) {
+            if (m.name() == "cgroup" && !m.matches(path)) ok = false;
+          }
+          if (ok) return true;
         }
-        if (ok) return true;
-      }
-      return false;
-    };
+        return false;
+      };
     metrics::Sink sink;
     auto tree = I.collect(filter, sink);
     std::unordered_map<std::string_view, uint64_t> inodes;

@@ -47,6 +47,10 @@ struct Options {
   std::vector<std::string> match = {std::string(kDefaultMatch)};
   bool matchGiven = false;  ///< the first --history.match replaces the default
   bool enable = true;       ///< --[no-]history.enable
+  /// --query.timeout: the default and upper bound of the query API's ?timeout=
+  /// (the evaluator gives up at it; history/api.h).
+  int64_t queryTimeoutMs = 2 * 60 * 1000;
+  int64_t queryMaxSamples = 50'000'000;  ///< --query.max-samples
 };
 
 /// --history.* flags bound to `o`.

@@ -47,6 +47,21 @@ FlagList historyFlags(Options& o) {
          o.match.push_back(v);
        },
        std::string(kDefaultMatch)},
+      {"query.timeout",
+       "Longest a query API evaluation may take (and the default of ?timeout=); past "
+       "it the query fails with errorType \"timeout\".",
+       false,
+       [&o](const std::string& v) {
+         o.queryTimeoutMs = durationFlag("query.timeout", v);
+       },
+       "2m"},
+      {"query.max-samples",
+       "Samples one query API request may load; more fail with errorType \"execution\".",
+       false,
+       [&o](const std::string& v) {
+         o.queryMaxSamples = parseFlagInt("query.max-samples", v, 1, 1'000'000'000);
+       },
+       "50000000"},
   };
 }
 

@@ -119,13 +119,24 @@ const LSet* LabelPool::intern(Labels&& owned) {
 }
 
 Evaluator::Evaluator(const Storage& storage, const EngineOptions& opts, int64_t start,
-                     int64_t end, int64_t step)
-    : storage_(storage), opts_(opts), start_(start), end_(end), step_(step) {
+                     int64_t end, int64_t step, Deadline deadline)
+    : storage_(storage),
+      opts_(opts),
+      start_(start),
+      end_(end),
+      step_(step),
+      deadline_(deadline) {
+  checkDeadline();
   querier_ = storage_.querier(std::numeric_limits<int64_t>::min(),
                               std::numeric_limits<int64_t>::max());
 }
 
 Evaluator::~Evaluator() = default;
+
+void Evaluator::checkDeadline() const {
+  if (deadline_ != kNoDeadline && std::chrono::steady_clock::now() >= deadline_)
+    throw EvalError{std::string(kTimeoutMessage), true};
+}
 
 const LSet* Evaluator::dropName(const LSet* s) {
   if (s->dropped != nullptr) return s->dropped;
@@ -216,6 +227,7 @@ Value Evaluator::evalVectorSelector(const VectorSelector* vs, int64_t ts,
   out.type = ValueType::kVector;
   out.vec.reserve(sel.series.size());
   for (size_t i = 0; i < sel.series.size(); ++i) {
+    tick();
     auto pts = sel.series[i].samples;
     auto it = std::upper_bound(pts.begin(), pts.end(), ref,
                                [](int64_t r, const Sample& s) { return r < s.t; });
@@ -246,6 +258,7 @@ Matrix Evaluator::evalMatrixSelector(const MatrixSelector* ms, int64_t ts) {
   }
   const int64_t mint = m.rangeStart, maxt = m.rangeEnd;
   for (size_t i = 0; i < sel.series.size(); ++i) {
+    tick();
     auto pts = sel.series[i].samples;
     const size_t n = pts.size();
     size_t lo = nc.lo[i], hi = nc.hi[i];
@@ -560,6 +573,7 @@ Vector Evaluator::vectorBinop(const BinaryExpr* b, Vector&& lhsIn, Vector&& rhsI
   }
   out.reserve(lhs.size());
   for (const auto& ls : lhs) {
+    tick();
     const LSet* sig = signature(b, ls.m);
     if (sig->mark != epoch) continue;
     uint32_t ri = sig->slot;
@@ -745,6 +759,7 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
     return x.v > y.v;
   };
   for (const auto& s : in.vec) {
+    tick();
     const LSet* g;
     if (a->op == AggOp::kCountValues) {
       Labels ls = *s.m->ls;
@@ -911,6 +926,7 @@ Value Evaluator::evalAggregate(const AggregateExpr* a, int64_t ts) {
 }
 
 Value Evaluator::eval(const Expr* e, int64_t ts) {
+  tick();
   switch (e->kind) {
     case NodeKind::kNumber: {
       Value v;
@@ -974,13 +990,16 @@ namespace {
 Result<QueryResult> errorResult(const std::string& msg) {
   return makeError(EINVAL, "eval", msg);
 }
+Result<QueryResult> errorResult(const detail::EvalError& e) {
+  return makeError(e.timeout ? ETIMEDOUT : EINVAL, "eval", e.msg);
+}
 
 }  // namespace
 
 Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& expr,
-                                         int64_t t) const {
+                                         int64_t t, Deadline deadline) const {
   try {
-    detail::Evaluator ev(storage, opts_, t, t, 0);
+    detail::Evaluator ev(storage, opts_, t, t, 0, deadline);
     detail::Value v = ev.eval(&expr, t);
     QueryResult r;
     r.type = v.type;
@@ -1010,7 +1029,7 @@ Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& exp
     }
     return r;
   } catch (const detail::EvalError& e) {
-    return errorResult(e.msg);
+    return errorResult(e);
   } catch (
       const std::exception& e) {  // e.g. out of memory: the query fails, not the process
     return errorResult(std::string("query failed: ") + e.what());
@@ -1018,7 +1037,8 @@ Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& exp
 }
 
 Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
-                                       int64_t start, int64_t end, int64_t step) const {
+                                       int64_t start, int64_t end, int64_t step,
+                                       Deadline deadline) const {
   ValueType et = expr.type();
   if (et != ValueType::kScalar && et != ValueType::kVector) {
     return errorResult(std::string("invalid expression type \"") + valueTypeName(et) +
@@ -1033,7 +1053,7 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
         " points per timeseries. Try decreasing the query resolution (?step=XX)");
   }
   try {
-    detail::Evaluator ev(storage, opts_, start, end, step);
+    detail::Evaluator ev(storage, opts_, start, end, step, deadline);
     std::unordered_map<const detail::LSet*, size_t> index;
     QueryResult r;
     r.type = ValueType::kMatrix;
@@ -1056,7 +1076,7 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
               });
     return r;
   } catch (const detail::EvalError& e) {
-    return errorResult(e.msg);
+    return errorResult(e);
   } catch (
       const std::exception& e) {  // e.g. out of memory: the query fails, not the process
     return errorResult(std::string("query failed: ") + e.what());

@@ -7,6 +7,7 @@
 // as the Storage allows concurrent reads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,13 @@ struct EngineOptions {
   int64_t maxSubqueryPoints = 50'000'000;
 };
 
+/// When a query must stop (the API's ?timeout=). The evaluator checks it
+/// before it starts and every 256 units of work (a node of a step, a series of
+/// an inner loop), and gives up with Prometheus' "query timed out in
+/// expression evaluation" (Error::err ETIMEDOUT).
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
 struct ResultSeries {
   Labels labels;
   std::vector<Sample> points;
@@ -46,11 +54,13 @@ class Engine {
  public:
   explicit Engine(EngineOptions opts = {}) : opts_(opts) {}
   /// Errors: Error::detail holds the message (path "eval").
-  Result<QueryResult> instantQuery(const Storage& storage, const Expr& expr,
-                                   int64_t t) const;
+  /// A query past `deadline` fails with err ETIMEDOUT.
+  Result<QueryResult> instantQuery(const Storage& storage, const Expr& expr, int64_t t,
+                                   Deadline deadline = kNoDeadline) const;
   /// expr must be of scalar or instant-vector type; step > 0.
   Result<QueryResult> rangeQuery(const Storage& storage, const Expr& expr, int64_t start,
-                                 int64_t end, int64_t step) const;
+                                 int64_t end, int64_t step,
+                                 Deadline deadline = kNoDeadline) const;
   const EngineOptions& options() const { return opts_; }
 
  private:

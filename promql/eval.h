@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -78,8 +79,12 @@ struct Value {
 
 struct EvalError {
   std::string msg;
+  bool timeout = false;  ///< the query's deadline passed
 };
 [[noreturn]] void fail(std::string msg);
+/// Prometheus' ErrQueryTimeout("expression evaluation").
+inline constexpr std::string_view kTimeoutMessage =
+    "query timed out in expression evaluation";
 
 const Expr* unwrapParens(const Expr* e);
 bool validLabelName(std::string_view s);
@@ -91,7 +96,7 @@ std::string goFormatFloat(double v);
 class Evaluator {
  public:
   Evaluator(const Storage& storage, const EngineOptions& opts, int64_t start, int64_t end,
-            int64_t step);
+            int64_t step, Deadline deadline = kNoDeadline);
   ~Evaluator();
   Value eval(const Expr* e, int64_t ts);
   bool rangeMode() const { return start_ != end_; }
@@ -104,6 +109,14 @@ class Evaluator {
 
   // functions.cpp
   Value evalCall(const Call* c, int64_t ts);
+
+  /// Throws the timeout once the deadline has passed.
+  void checkDeadline() const;
+  /// One unit of work (a node, a series of an inner loop): reads the clock
+  /// every 256 units (a unit is a few ns to a few us, the clock ~20 ns).
+  void tick() {
+    if ((++ticks_ & 255u) == 0) checkDeadline();
+  }
 
  private:
   struct Selected {
@@ -157,6 +170,8 @@ class Evaluator {
   const Storage& storage_;
   EngineOptions opts_;
   int64_t start_, end_, step_;
+  Deadline deadline_;
+  uint32_t ticks_ = 0;
   std::unique_ptr<Querier> querier_;
   LabelPool pool_;
   std::unordered_map<const VectorSelector*, Selected> selected_;

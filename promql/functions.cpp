@@ -568,6 +568,7 @@ Value Evaluator::rangeFunction(const Call* c, int64_t ts) {
     }
   }
   for (const auto& s : m.series) {
+    tick();
     auto pts = s.pts;
     double v = 0;
     bool ok = true;

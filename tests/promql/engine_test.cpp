@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 
 #include "promql/parser.h"
@@ -417,6 +419,68 @@ TEST_F(PromqlEngine, OverTimeFunctions) {
   // deriv: least squares slope of (0,1) (10,2) (20,4) (30,8).
   EXPECT_NEAR(one("deriv(g[1m])", 30000), 0.23, 1e-12);
   EXPECT_NEAR(one("predict_linear(g[1m], 10)", 30000), 7.2 + 0.23 * 10, 1e-12);
+}
+
+// The deadline (the API's ?timeout=) is checked during evaluation, not after.
+class PromqlDeadline : public PromqlEngine {
+ protected:
+  void SetUp() override {
+    for (int s = 0; s < 50; ++s) {
+      Labels ls = L({{"__name__", "x"}, {"i", std::to_string(s)}});
+      for (int64_t t = 0; t <= 3600; ++t)
+        st_.append(ls, t * 1000, static_cast<double>(t + s));
+    }
+  }
+  static Deadline in(std::chrono::milliseconds d) {
+    return std::chrono::steady_clock::now() + d;
+  }
+  Result<QueryResult> instantBy(const std::string& q, int64_t t, Deadline d) {
+    auto e = parseExpr(q);
+    EXPECT_TRUE(e.ok()) << q;
+    return engine_.instantQuery(st_, **e, t, d);
+  }
+  Result<QueryResult> rangeBy(const std::string& q, int64_t s, int64_t e, int64_t step,
+                              Deadline d) {
+    auto x = parseExpr(q);
+    EXPECT_TRUE(x.ok()) << q;
+    return engine_.rangeQuery(st_, **x, s, e, step, d);
+  }
+  static void expectTimeout(const Result<QueryResult>& r) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().err, ETIMEDOUT);
+    EXPECT_EQ(r.error().detail, "query timed out in expression evaluation");
+  }
+};
+
+TEST_F(PromqlDeadline, PassedDeadlineFailsBeforeEvaluating) {
+  const Deadline past = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  expectTimeout(instantBy("1+1", 0, past));
+  expectTimeout(rangeBy("x", 0, 60000, 1000, past));
+  // No deadline and a far one answer as before.
+  auto r = instantBy("sum(x)", 3600000, kNoDeadline);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->series[0].points[0].v, 50 * 3600 + 49 * 50 / 2);
+  auto f = instantBy("sum(x)", 3600000, in(std::chrono::minutes(10)));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->series[0].points[0].v, r->series[0].points[0].v);
+}
+
+// 3.6 million subquery steps over 50 series (minutes of work): the query
+// stops at its 50 ms deadline, inside the subquery loop.
+TEST_F(PromqlDeadline, PathologicalInstantQueryStopsAtItsDeadline) {
+  const auto t0 = std::chrono::steady_clock::now();
+  expectTimeout(instantBy("count_over_time(sum(x)[1h:1ms])", 3600000,
+                          in(std::chrono::milliseconds(50))));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Generous for a loaded machine; evaluating to the end takes far longer.
+  EXPECT_LT(secs, 20.0);
+}
+
+// A range query: per step and per series of the inner loops.
+TEST_F(PromqlDeadline, PathologicalRangeQueryStopsAtItsDeadline) {
+  expectTimeout(rangeBy("max_over_time(sum by (i) (x)[10m:1ms])", 600000, 3600000, 60000,
+                        in(std::chrono::milliseconds(50))));
 }
 
 }  // namespace

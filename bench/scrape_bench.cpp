@@ -10,7 +10,9 @@
 //     its cost per series.
 // The exporter runs with its default collectors but vmscan (the tracer reads
 // no cgroup file; its idle reader thread would blur the per-scrape CPU, and it
-// would need a tracefs instance of its own).
+// would need a tracefs instance of its own), and without the history (its
+// sampler reads usage, limit and failcnt every second on a thread of its
+// own, which would land in some scrapes' CPU and not others).
 //
 // usage: scrape_bench path/to/memcg_exporter [counts=1000,10000] [runs=21]
 // Needs root and cgroup v1 memory. Creates
@@ -227,18 +229,13 @@ size_t countOf(const std::string& text, const std::string& needle) {
 using cgroupfs::FileId;
 
 /// The v1 files the exporter reads per cgroup by default (README
-/// "Performance"); memsw only where swap accounting is on.
+/// "Performance"): the reclaim view's and memory.oom_control; memsw.failcnt
+/// only where swap accounting is on.
 std::vector<FileId> defaultFiles(bool memsw) {
-  std::vector<FileId> f = {FileId::kMemoryStat,  FileId::kV1Usage,       FileId::kV1Limit,
-                           FileId::kV1MaxUsage,  FileId::kV1SoftLimit,   FileId::kV1Failcnt,
-                           FileId::kV1KmemFailcnt, FileId::kV1KmemTcpFailcnt,
-                           FileId::kV1OomControl};
-  if (memsw) {
-    for (FileId m : {FileId::kV1MemswUsage, FileId::kV1MemswLimit, FileId::kV1MemswMaxUsage,
-                     FileId::kV1MemswFailcnt}) {
-      f.push_back(m);
-    }
-  }
+  std::vector<FileId> f = {FileId::kMemoryStat,  FileId::kV1Usage,     FileId::kV1Limit,
+                           FileId::kV1MaxUsage,  FileId::kV1SoftLimit, FileId::kV1Failcnt,
+                           FileId::kV1KmemFailcnt, FileId::kV1OomControl};
+  if (memsw) f.push_back(FileId::kV1MemswFailcnt);
   return f;
 }
 
@@ -257,17 +254,37 @@ struct Floor {
   int chunk = 1000;
   std::vector<char> buf = std::vector<char>(65536);
 
+  /// The descriptor-capped floor: only the first `keptFiles` files (in
+  /// cgroup-major order) are read through kept-open descriptors, the rest
+  /// are openat()ed below their cgroup's kept directory, read and closed, as
+  /// the exporter must past its --cgroup.fd-budget. -1: all kept.
+  long keptFiles = -1;
+
   double cpuMs = 0;  ///< CPU of the last pass's timed reads
   double pass() {
     double total = 0;
     cpuMs = 0;
     std::vector<int> fds;
+    std::vector<std::pair<int, const char*>> transient;  // (dir fd, name)
+    std::vector<int> dirs;
     char name[64];
+    long g = 0;
     for (int c0 = 0; c0 < count; c0 += chunk) {
       fds.clear();
+      transient.clear();
+      dirs.clear();
       for (int i = c0; i < std::min(count, c0 + chunk); ++i) {
         std::snprintf(name, sizeof name, "/cg%05d/", i);
+        int dir = -1;
         for (FileId f : files) {
+          if (keptFiles >= 0 && g++ >= keptFiles) {
+            if (dir < 0) {
+              dir = ::open((base + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+              dirs.push_back(dir);
+            }
+            transient.emplace_back(dir, cgroupfs::fileName(f).data());
+            continue;
+          }
           int fd = ::open((base + name + std::string(cgroupfs::fileName(f))).c_str(),
                           O_RDONLY | O_CLOEXEC);
           if (fd >= 0) fds.push_back(fd);
@@ -277,18 +294,36 @@ struct Floor {
       auto a = Clock::now();
       const double c = threadCpuMs();
       for (int fd : fds) (void)!::pread(fd, buf.data(), buf.size(), 0);
+      for (auto [dir, file] : transient) {
+        int fd = ::openat(dir, file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        (void)!::pread(fd, buf.data(), buf.size(), 0);
+        ::close(fd);
+      }
       cpuMs += threadCpuMs() - c;
       total += ms(Clock::now() - a);
       for (int fd : fds) ::close(fd);
+      for (int fd : dirs) ::close(fd);
     }
     return total;
   }
 };
 
+/// A gauge or counter of the exposition without labels (NAN when absent).
+double valueOf(const std::string& text, const std::string& name) {
+  const std::string key = "\n" + name + " ";
+  size_t p = text.find(key);
+  if (p == std::string::npos) return NAN;
+  return std::strtod(text.c_str() + p + key.size(), nullptr);
+}
+
 struct Row {
   int cgroups = 0;
   size_t filesPerCgroup = 0;
   double floorMs = NAN, floor8Ms = NAN, floorCpuMs = NAN, floor8CpuMs = NAN;
+  double cappedMs = NAN, cappedCpuMs = NAN;  ///< the floor under the exporter's fd budget
+  long fdBudget = -1, keptFiles = -1;
+  double uncachedPerScrape = NAN;
   double plainMs = NAN, plainCpuMs = NAN, gzMs = NAN, gzCpuMs = NAN;
   double walkMs = NAN;
   size_t series = 0, perCgroup = 0, bytes = 0, gzBytes = 0;
@@ -329,7 +364,7 @@ Row measure(const std::string& exporter, int count, int runs) {
   int port = freePort();
   pid_t ex = spawn({exporter, "--web.listen-address=127.0.0.1:" + std::to_string(port),
                     "--cgroup.include=" + include, "--cgroup.limit=" + std::to_string(count + 100),
-                    "--no-collector.vmscan", "--log.level=warn"});
+                    "--no-collector.vmscan", "--no-history.enable", "--log.level=warn"});
   if (!waitUp(port)) {
     std::fprintf(stderr, "exporter did not come up\n");
     stopChild(ex);
@@ -344,14 +379,28 @@ Row measure(const std::string& exporter, int count, int runs) {
   Floor floor{gBase, count, files};
   Floor floor8{gBase, count, kReclaimView};
   row.filesPerCgroup = files.size();
+  // The exporter's descriptors after its warm-up: directories (one per
+  // cgroup, always kept) and the files its budget left room for.
+  const double kept = valueOf(sample, "memcg_exporter_fds_kept");
+  row.fdBudget = static_cast<long>(valueOf(sample, "memcg_exporter_fd_budget"));
+  Floor capped{gBase, count, files};
+  capped.keptFiles = std::max(0L, static_cast<long>(kept) - count - 1);  // - dirs, - the parent
+  if (capped.keptFiles >= static_cast<long>(count * files.size())) capped.keptFiles = -1;
+  row.keptFiles = capped.keptFiles;
+  const double uncached0 = valueOf(sample, "memcg_exporter_file_reads_uncached_total");
 
   std::vector<double> floorMs, floorCpu, floor8Ms, floor8Cpu, plainMs, plainCpu, gzMs, gzCpu;
+  std::vector<double> cappedMs, cappedCpu;
   for (int r = 0; r < runs; ++r) {
     // Interleaved run by run, so load drift hits all alike.
     floorMs.push_back(floor.pass());
     floorCpu.push_back(floor.cpuMs);
     floor8Ms.push_back(floor8.pass());
     floor8Cpu.push_back(floor8.cpuMs);
+    if (capped.keptFiles >= 0) {
+      cappedMs.push_back(capped.pass());
+      cappedCpu.push_back(capped.cpuMs);
+    }
     for (bool gz : {false, true}) {
       double c0 = cpuNs(ex);
       auto a = Clock::now();
@@ -365,6 +414,10 @@ Row measure(const std::string& exporter, int count, int runs) {
       if (!gz && res.ok) sample = std::move(res.body);
     }
   }
+  // Per scrape: the last plain scrape's counter less the warm-up's, over
+  // the 2 * runs scrapes between them (1 + plain and gzip each run).
+  row.uncachedPerScrape =
+      (valueOf(sample, "memcg_exporter_file_reads_uncached_total") - uncached0) / (2.0 * runs);
   row.rssKiB = statusKiB(ex, "VmRSS:");
   row.hwmKiB = statusKiB(ex, "VmHWM:");
   row.fdsPerCgroup = static_cast<double>(fdCount(ex)) / count;
@@ -401,6 +454,8 @@ Row measure(const std::string& exporter, int count, int runs) {
   row.floor8Ms = median(floor8Ms);
   row.floorCpuMs = median(floorCpu);
   row.floor8CpuMs = median(floor8Cpu);
+  row.cappedMs = capped.keptFiles >= 0 ? median(cappedMs) : row.floorMs;
+  row.cappedCpuMs = capped.keptFiles >= 0 ? median(cappedCpu) : row.floorCpuMs;
   row.plainMs = median(plainMs);
   row.plainCpuMs = median(plainCpu);
   row.gzMs = median(gzMs);
@@ -507,8 +562,14 @@ int main(int argc, char** argv) {
   };
   line("files read per cgroup (default set)", [](const Row& r) { return std::to_string(r.filesPerCgroup); });
   line("exporter fds kept per cgroup (RLIMIT_NOFILE " + std::to_string(fdLimit) + ")", [&](const Row& r) { return f2(r.fdsPerCgroup); });
+  line("exporter fd budget / files kept open (-1: all)", [](const Row& r) {
+    return std::to_string(r.fdBudget) + " / " + std::to_string(r.keptFiles);
+  });
+  line("exporter uncached reads (open, read, close) per scrape", [&](const Row& r) { return f2(r.uncachedPerScrape); });
   line("floor: pread of the default set, wall ms", [&](const Row& r) { return f2(r.floorMs); });
   line("floor: pread of the default set, CPU ms", [&](const Row& r) { return f2(r.floorCpuMs); });
+  line("floor under the fd budget (kept pread + openat/pread/close past it), wall ms", [&](const Row& r) { return f2(r.cappedMs); });
+  line("floor under the fd budget, CPU ms", [&](const Row& r) { return f2(r.cappedCpuMs); });
   line("floor: pread of the reclaim view's 8 files, wall ms", [&](const Row& r) { return f2(r.floor8Ms); });
   line("floor: pread of the reclaim view's 8 files, CPU ms", [&](const Row& r) { return f2(r.floor8CpuMs); });
   line("scrape wall, plain, ms", [&](const Row& r) { return f2(r.plainMs); });
@@ -519,6 +580,7 @@ int main(int argc, char** argv) {
   line("plain CPU / floor CPU", [&](const Row& r) { return f2(r.plainCpuMs / r.floorCpuMs); });
   line("gzip CPU / floor CPU", [&](const Row& r) { return f2(r.gzCpuMs / r.floorCpuMs); });
   line("gzip wall / floor", [&](const Row& r) { return f2(r.gzMs / r.floorMs); });
+  line("plain CPU / floor CPU under the fd budget", [&](const Row& r) { return f2(r.plainCpuMs / r.cappedCpuMs); });
   line("plain wall / floor of the 8 files", [&](const Row& r) { return f2(r.plainMs / r.floor8Ms); });
   line("plain CPU / floor CPU of the 8 files", [&](const Row& r) { return f2(r.plainCpuMs / r.floor8CpuMs); });
   line("discovery walk (every 5 s, off the scrape path), ms", [&](const Row& r) { return f2(r.walkMs); });
@@ -569,6 +631,10 @@ int main(int argc, char** argv) {
     const double ca = r1->plainCpuMs / r1->floorCpuMs, cb = r10->plainCpuMs / r10->floorCpuMs;
     std::printf("  10,000: CPU ratio to floor within 10%% of 1,000's: %s (%.2fx vs %.2fx, %+.0f%%)\n",
                 verdict(std::fabs(cb / ca - 1) <= 0.10), cb, ca, 100 * (cb / ca - 1));
+    const double pa = r1->plainCpuMs / r1->cappedCpuMs, pb = r10->plainCpuMs / r10->cappedCpuMs;
+    std::printf("  10,000: CPU ratio to the floor under the fd budget within 10%% of 1,000's: %s "
+                "(%.2fx vs %.2fx, %+.0f%%)\n",
+                verdict(std::fabs(pb / pa - 1) <= 0.10), pb, pa, 100 * (pb / pa - 1));
     std::printf("  10,000: RSS <= 120 MiB: %s (%.1f MiB)\n", verdict(r10->rssKiB <= 120 * 1024),
                 r10->rssKiB / 1024.0);
     std::printf("  10,000: no scrape error: %s (%d)\n", verdict(r10->errors == 0), r10->errors);

@@ -80,9 +80,9 @@ using metrics::nodeCounter;
 using metrics::nodeGauge;
 
 // Factories of the collectors without options of their own (the others are
-// declared in memory_stat.h, memory_usage.h, vmscan.h and taskstats.h, beside
+// declared in memory_stat.h, memory_usage.h, memory_events.h, vmscan.h and
+// taskstats.h, beside
 // their options).
-std::unique_ptr<Collector> makeMemoryEventsCollector();
 std::unique_ptr<Collector> makeReclaimStatCollector();
 std::unique_ptr<Collector> makePressureCollector(const std::string& procfs);
 std::unique_ptr<Collector> makeVmstatCollector(const std::string& procfs);

@@ -412,6 +412,14 @@ FlagList discoveryFlags(DiscoveryOptions& o) {
              std::chrono::milliseconds(parseFlagInt("cgroup.refresh-interval-ms", v, 0, 3600000));
        },
        "5000"},
+      {"cgroup.fd-budget",
+       "Descriptors kept open for cgroup directories and files at most; past it each file is "
+       "opened, read and closed per scrape (memcg_exporter_fds_kept, "
+       "memcg_exporter_file_reads_uncached_total). 0: RLIMIT_NOFILE less "
+       "--web.max-connections less 256.",
+       false,
+       [&o](const std::string& v) { o.fdBudget = parseFlagInt("cgroup.fd-budget", v, 0, 1 << 30); },
+       "0"},
   };
 }
 

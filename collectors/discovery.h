@@ -84,6 +84,9 @@ struct DiscoveryOptions {
   /// scrape walks itself only when the last walk is older than twice this
   /// (no walker, or a stuck one). 0: every scrape walks.
   std::chrono::milliseconds refreshInterval{5000};
+  /// --cgroup.fd-budget: descriptors CgroupDirs keep open at most (0: from
+  /// RLIMIT_NOFILE, see cgroupfs::defaultFdBudget()).
+  long fdBudget = 0;
 };
 
 /// --path.cgroupfs, --path.procfs and the --cgroup.* bounds.

@@ -1,7 +1,9 @@
 // Limit and OOM events, as counters.
 //
-// v1: memory.failcnt (and memsw, kmem, kmem.tcp): times usage hit the limit;
-//     a write of 0 resets it, which rate() treats as a counter reset.
+// v1: memory.failcnt, memory.memsw.failcnt (where swap accounting is on),
+//     memory.kmem.failcnt, and memory.kmem.tcp.failcnt with
+//     --collector.memory_events.kmem-tcp: times usage hit the limit; a write
+//     of 0 resets it, which rate() treats as a counter reset.
 //     memory.oom_control (flat keyed): oom_kill (counter, same name as v2's),
 //     under_oom (gauge).
 // v2: memory.events and memory.events.local (flat keyed: low, high, max, oom,
@@ -9,12 +11,13 @@
 //     (high, max, fail). memory.events counts include descendants; .local
 //     counts only the cgroup itself. Each key has its own *_total name; a key
 //     this table does not know is exported by the same rule.
+#include <atomic>
 #include <optional>
 #include <span>
 #include <unordered_map>
 
 #include "collectors/cgroupfs/readers.h"
-#include "collectors/collector.h"
+#include "collectors/memory_events.h"
 
 namespace memcg {
 namespace {
@@ -59,8 +62,9 @@ class EventsFile {
     std::string_view content;
     if (ctx.read(*cg.dir, file_, content) != ReadStatus::kOk) return;
     pending.clear();
+    // The path only goes into an error (no string built per read).
     Status st = cgroupfs::parseFlatKeyed(
-        content, cg.dir->path() + "/" + std::string(cgroupfs::fileName(file_)),
+        content, {},
         [&](std::string_view key, uint64_t v) {
           auto it = byKey_.find(key);
           // A key that cannot be part of a metric name (no kernel writes one): skip it.
@@ -73,7 +77,9 @@ class EventsFile {
           pending.emplace_back(d, static_cast<double>(v));
         });
     if (!st.ok()) {
-      ctx.fail(st.error());
+      Error e = st.error();
+      e.path = cg.dir->path() + "/" + std::string(cgroupfs::fileName(file_));
+      ctx.fail(std::move(e));
       return;
     }
     for (auto& [d, v] : pending) sink.add(*d, {cg.path}, v);
@@ -112,8 +118,9 @@ class EventsFile {
 
 class MemoryEventsCollector : public Collector {
  public:
-  MemoryEventsCollector()
-      : events_(FileId::kV2Events, "memcg_memory_events_", "memory.events", kEventKeys),
+  explicit MemoryEventsCollector(const MemoryEventsOptions& o)
+      : kmemTcp_(o.kmemTcp),
+        events_(FileId::kV2Events, "memcg_memory_events_", "memory.events", kEventKeys),
         local_(FileId::kV2EventsLocal, "memcg_memory_events_local_", "memory.events.local", kEventKeys),
         swap_(FileId::kV2SwapEvents, "memcg_swap_events_", "memory.swap.events", kSwapKeys) {
     auto counter = [this](std::string n, std::string h) {
@@ -121,9 +128,9 @@ class MemoryEventsCollector : public Collector {
     };
     failcnt_ = {
         {FileId::kV1Failcnt, counter("memcg_memory_failcnt_total", "Times memory usage hit the limit (v1 memory.failcnt).")},
-        {FileId::kV1MemswFailcnt, counter("memcg_memsw_failcnt_total", "Times memory+swap usage hit the limit (v1 memory.memsw.failcnt).")},
+        {FileId::kV1MemswFailcnt, counter("memcg_memsw_failcnt_total", "Times memory+swap usage hit the limit (v1 memory.memsw.failcnt)."), Failcnt::kMemsw},
         {FileId::kV1KmemFailcnt, counter("memcg_kmem_failcnt_total", "Times kernel memory usage hit the limit (v1 memory.kmem.failcnt).")},
-        {FileId::kV1KmemTcpFailcnt, counter("memcg_kmem_tcp_failcnt_total", "Times TCP buffer usage hit the limit (v1 memory.kmem.tcp.failcnt).")},
+        {FileId::kV1KmemTcpFailcnt, counter("memcg_kmem_tcp_failcnt_total", "Times TCP buffer usage hit the limit (v1 memory.kmem.tcp.failcnt)."), Failcnt::kKmemTcp},
     };
     underOom_ = &descs_.emplace_back(cgroupGauge("memcg_memory_under_oom", "1 while the cgroup is under OOM (v1 memory.oom_control under_oom)."));
   }
@@ -131,12 +138,18 @@ class MemoryEventsCollector : public Collector {
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     const bool v2 = ctx.tree.layout.mode == CgroupMode::kV2;
     // The files this scrape reads (the history's filter may want only some
-    // families), decided once per scrape.
+    // families), decided once per scrape. A v1 failcnt file a flag or the
+    // kernel's swap accounting is off for is never opened.
     const bool events = v2 && events_.wanted(ctx), local = v2 && local_.wanted(ctx),
                swap = v2 && swap_.wanted(ctx);
-    std::vector<char> failcnt(failcnt_.size(), 0);
-    for (size_t i = 0; !v2 && i < failcnt_.size(); ++i)
-      failcnt[i] = ctx.wants(*failcnt_[i].second);
+    const bool memsw = !v2 && swapAccounting(ctx.tree.layout.memoryRoot);
+    std::vector<char> on(failcnt_.size(), 0);
+    for (size_t i = 0; !v2 && i < failcnt_.size(); ++i) {
+      const auto g = failcnt_[i].group;
+      on[i] = (g == Failcnt::kAlways || (g == Failcnt::kMemsw && memsw) ||
+               (g == Failcnt::kKmemTcp && kmemTcp_)) &&
+              ctx.wants(*failcnt_[i].desc);
+    }
     const bool oom = !v2 && (ctx.wants(*underOom_) || events_.wantsOomKill(ctx));
     // v1 families resolved once per scrape, on first use (exposition order).
     std::vector<metrics::Family*> fams(failcnt_.size(), nullptr);
@@ -149,8 +162,8 @@ class MemoryEventsCollector : public Collector {
       }
       bool gone = false;
       for (size_t i = 0; i < failcnt_.size(); ++i) {
-        if (!failcnt[i]) continue;
-        const auto& [file, desc] = failcnt_[i];
+        if (!on[i]) continue;
+        const auto& [file, desc, group] = failcnt_[i];
         std::string_view content;
         ReadStatus st = ctx.read(*cg.dir, file, content);
         if (st == ReadStatus::kGone) {
@@ -158,13 +171,17 @@ class MemoryEventsCollector : public Collector {
           break;
         }
         if (st != ReadStatus::kOk) continue;
-        auto n = cgroupfs::parseSingle(
-            content, cg.dir->path() + "/" + std::string(cgroupfs::fileName(file)));
+        auto n = cgroupfs::parseSingle(content, {});
         if (!n) {
-          ctx.fail(n.error());
+          Error e = n.error();
+          e.path = cg.dir->path() + "/" + std::string(cgroupfs::fileName(file));
+          ctx.fail(std::move(e));
           continue;
         }
-        if (!fams[i]) fams[i] = &sink.family(*desc);
+        if (!fams[i]) {
+          fams[i] = &sink.family(*desc);
+          fams[i]->samples.reserve(fams[i]->samples.size() + ctx.tree.cgroups.size());
+        }
         fams[i]->add({cg.path}, static_cast<double>(*n));
       }
       if (!gone && oom) oomControl(ctx, sink, cg);
@@ -185,29 +202,52 @@ class MemoryEventsCollector : public Collector {
     std::string_view content;
     if (ctx.read(*cg.dir, FileId::kV1OomControl, content) != ReadStatus::kOk) return;
     std::optional<uint64_t> underOom, oomKill;
-    Status st = cgroupfs::parseFlatKeyed(content, cg.dir->path() + "/memory.oom_control",
-                                         [&](std::string_view k, uint64_t v) {
-                                           if (k == "under_oom") underOom = v;
-                                           if (k == "oom_kill") oomKill = v;
-                                         });
+    Status st = cgroupfs::parseFlatKeyed(content, {}, [&](std::string_view k, uint64_t v) {
+      if (k == "under_oom") underOom = v;
+      if (k == "oom_kill") oomKill = v;
+    });
     if (!st.ok()) {
-      ctx.fail(st.error());
+      Error e = st.error();
+      e.path = cg.dir->path() + "/memory.oom_control";
+      ctx.fail(std::move(e));
       return;
     }
     if (underOom) sink.add(*underOom_, {cg.path}, static_cast<double>(*underOom));
     if (oomKill) events_.addOomKill(sink, cg, static_cast<double>(*oomKill));
   }
 
+  /// v1 swap accounting (cgroupfs::v1SwapAccounting), probed once.
+  bool swapAccounting(const std::string& root) {
+    int v = swapAccounting_.load(std::memory_order_relaxed);
+    if (v < 0) {
+      v = cgroupfs::v1SwapAccounting(root) ? 1 : 0;
+      swapAccounting_.store(v, std::memory_order_relaxed);
+    }
+    return v == 1;
+  }
+
+  const bool kmemTcp_;
+  std::atomic<int> swapAccounting_{-1};  // -1: not probed yet
   EventsFile events_, local_, swap_;
   std::deque<metrics::Desc> descs_;
-  std::vector<std::pair<FileId, const metrics::Desc*>> failcnt_;
+  struct Failcnt {
+    FileId file;
+    const metrics::Desc* desc;
+    enum Group { kAlways, kMemsw, kKmemTcp } group = kAlways;
+  };
+  std::vector<Failcnt> failcnt_;
   const metrics::Desc* underOom_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> makeMemoryEventsCollector() {
-  return std::make_unique<MemoryEventsCollector>();
+FlagList memoryEventsFlags(MemoryEventsOptions& o) {
+  return {switchFlag("collector.memory_events.kmem-tcp",
+                     "Also read v1 memory.kmem.tcp.failcnt (1 file per cgroup).", o.kmemTcp)};
+}
+
+std::unique_ptr<Collector> makeMemoryEventsCollector(const MemoryEventsOptions& o) {
+  return std::make_unique<MemoryEventsCollector>(o);
 }
 
 }  // namespace memcg

@@ -179,12 +179,14 @@ class MemoryStatCollector : public Collector {
       std::string_view content;
       if (ctx.read(*cg.dir, FileId::kMemoryStat, content) != ReadStatus::kOk) continue;
       pending.clear();
-      Status st = cgroupfs::parseFlatKeyed(content, cg.dir->path() + "/memory.stat",
-                                           [&](std::string_view key, uint64_t v) {
-                                             emit(set, sink, cg, key, v, fams, pending);
-                                           });
+      // The path only goes into an error (no string built per cgroup).
+      Status st = cgroupfs::parseFlatKeyed(content, {}, [&](std::string_view key, uint64_t v) {
+        emit(set, sink, cg, key, v, ctx.tree.cgroups.size(), fams, pending);
+      });
       if (!st.ok()) {
-        ctx.fail(st.error());  // nothing of a malformed file is exported
+        Error e = st.error();
+        e.path = cg.dir->path() + "/memory.stat";
+        ctx.fail(std::move(e));  // nothing of a malformed file is exported
         continue;
       }
       for (auto& [fam, sample] : pending) fam->samples.push_back(sample);
@@ -243,7 +245,7 @@ class MemoryStatCollector : public Collector {
   }
 
   void emit(int set, metrics::Sink& sink, const Cgroup& cg, std::string_view key, uint64_t v,
-            std::vector<metrics::Family*>& fams,
+            size_t cgroups, std::vector<metrics::Family*>& fams,
             std::vector<std::pair<metrics::Family*, metrics::Sample>>& pending) {
     auto it = rows_.find(key);
     if (it != rows_.end()) {
@@ -256,7 +258,12 @@ class MemoryStatCollector : public Collector {
       s.values[1] = c.foldValue;
       s.value = value;
       metrics::Family*& fam = fams[c.slot];
-      if (!fam) fam = &sink.family(*c.desc);
+      if (!fam) {
+        fam = &sink.family(*c.desc);
+        // One sample per cgroup (two for a folded key's family per value):
+        // reserved once, not grown by doubling.
+        fam->samples.reserve(fam->samples.size() + cgroups);
+      }
       pending.emplace_back(fam, s);
       return;
     }

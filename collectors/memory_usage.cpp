@@ -1,9 +1,10 @@
 // Usage, peak and limits, one value per file.
 //
-// v1: memory.{usage,max_usage,limit,soft_limit}_in_bytes and the same for
-//     memsw (memory+swap), read only where swap accounting is on (the root
-//     has memory.memsw.usage_in_bytes; probed once); kmem and kmem.tcp only
-//     with --collector.memory_usage.kmem (deprecated files, 6 per cgroup).
+// v1: memory.{usage,max_usage,limit,soft_limit}_in_bytes; the same for memsw
+//     (memory+swap) only with --collector.memory_usage.memsw and where swap
+//     accounting is on (the root has memory.memsw.usage_in_bytes; probed
+//     once); kmem and kmem.tcp only with --collector.memory_usage.kmem
+//     (deprecated files, 6 per cgroup).
 // v2: memory.{current,peak,min,low,high,max}, memory.swap.{current,peak,high,max},
 //     memory.zswap.{current,max}.
 // Shared meanings share a name on both versions (usage, peak, limit), so one
@@ -35,7 +36,7 @@ struct Row {
 
 class MemoryUsageCollector : public Collector {
  public:
-  explicit MemoryUsageCollector(const MemoryUsageOptions& o) : kmem_(o.kmem) {
+  explicit MemoryUsageCollector(const MemoryUsageOptions& o) : kmem_(o.kmem), memsw_(o.memsw) {
     auto g = [this](std::string name, std::string help) {
       return &descs_.emplace_back(cgroupGauge(std::move(name), std::move(help)));
     };
@@ -93,7 +94,7 @@ class MemoryUsageCollector : public Collector {
         if (ctx.wants(*r.desc)) rows.push_back(&r);
       }
     } else {
-      const bool memsw = swapAccounting(ctx.tree.layout.memoryRoot);
+      const bool memsw = memsw_ && swapAccounting(ctx.tree.layout.memoryRoot);
       for (const Row& r : v1_) {
         if ((r.group == Row::kMemsw && !memsw) || (r.group == Row::kKmem && !kmem_)) continue;
         if (ctx.wants(*r.desc)) rows.push_back(&r);
@@ -110,21 +111,24 @@ class MemoryUsageCollector : public Collector {
         if (st != ReadStatus::kOk) continue;
         double v;
         if (r.limit) {
-          auto l = cgroupfs::parseLimit(content, cg.dir->path());
+          auto l = cgroupfs::parseLimit(content, {});
           if (!l) {
             fail(ctx, cg, r.file, l.error());
             continue;
           }
           v = l->asDouble();
         } else {
-          auto n = cgroupfs::parseSingle(content, cg.dir->path());
+          auto n = cgroupfs::parseSingle(content, {});
           if (!n) {
             fail(ctx, cg, r.file, n.error());
             continue;
           }
           v = static_cast<double>(*n);
         }
-        if (!fams[i]) fams[i] = &sink.family(*r.desc);
+        if (!fams[i]) {
+          fams[i] = &sink.family(*r.desc);
+          fams[i]->samples.reserve(fams[i]->samples.size() + ctx.tree.cgroups.size());
+        }
         fams[i]->add({cg.path}, v);
       }
     }
@@ -137,14 +141,12 @@ class MemoryUsageCollector : public Collector {
   }
 
  private:
-  /// v1 swap accounting (swapaccount=1, CONFIG_MEMCG_SWAP) is on when the
-  /// root has memory.memsw.usage_in_bytes; a boot parameter, probed once.
+  /// v1 swap accounting (cgroupfs::v1SwapAccounting), probed once.
   bool swapAccounting(const std::string& root) {
-    int v = memsw_.load(std::memory_order_relaxed);
+    int v = swapAccounting_.load(std::memory_order_relaxed);
     if (v < 0) {
-      const std::string f = root + "/" + std::string(cgroupfs::fileName(FileId::kV1MemswUsage));
-      v = ::access(f.c_str(), F_OK) == 0 ? 1 : 0;
-      memsw_.store(v, std::memory_order_relaxed);
+      v = cgroupfs::v1SwapAccounting(root) ? 1 : 0;
+      swapAccounting_.store(v, std::memory_order_relaxed);
     }
     return v == 1;
   }
@@ -155,7 +157,8 @@ class MemoryUsageCollector : public Collector {
   }
 
   const bool kmem_;
-  std::atomic<int> memsw_{-1};  // -1: not probed yet
+  const bool memsw_;
+  std::atomic<int> swapAccounting_{-1};  // -1: not probed yet
   std::deque<metrics::Desc> descs_;
   std::vector<Row> v1_, v2_;
 };
@@ -166,7 +169,11 @@ FlagList memoryUsageFlags(MemoryUsageOptions& o) {
   return {switchFlag("collector.memory_usage.kmem",
                      "Also read v1 memory.kmem.* and memory.kmem.tcp.* usage, peak and limit "
                      "(6 deprecated files per cgroup; their failcnt is read either way).",
-                     o.kmem)};
+                     o.kmem),
+          switchFlag("collector.memory_usage.memsw",
+                     "Also read v1 memory.memsw.{usage,max_usage,limit}_in_bytes where swap "
+                     "accounting is on (3 files per cgroup; memory.memsw.failcnt is read either way).",
+                     o.memsw)};
 }
 
 std::unique_ptr<Collector> makeMemoryUsageCollector(const MemoryUsageOptions& o) {

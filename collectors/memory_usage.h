@@ -14,6 +14,11 @@ struct MemoryUsageOptions {
   /// deprecated them, and kmem is in memory.stat's totals anyway). Their
   /// failcnt files are read by memory_events either way.
   bool kmem = false;
+  /// --collector.memory_usage.memsw: also read v1 memory.memsw.{usage,
+  /// max_usage,limit}_in_bytes where swap accounting is on (3 files per
+  /// cgroup). Off by default: the reclaim view needs only memsw.failcnt
+  /// (memory_events), which says when the memory+swap limit binds.
+  bool memsw = false;
 };
 
 FlagList memoryUsageFlags(MemoryUsageOptions& o);

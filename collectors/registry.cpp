@@ -19,6 +19,7 @@ cgroupfs::ReadStatus ScrapeContext::read(const cgroupfs::CgroupDir& dir, cgroupf
 FlagList collectorFlags(CollectorOptions& o) {
   FlagList out = memoryStatFlags(o.memoryStat);
   for (auto& f : memoryUsageFlags(o.memoryUsage)) out.push_back(std::move(f));
+  for (auto& f : memoryEventsFlags(o.memoryEvents)) out.push_back(std::move(f));
   for (auto& f : taskstatsFlags(o.taskstats)) out.push_back(std::move(f));
   for (auto& f : vmscanFlags(o.vmscan)) out.push_back(std::move(f));
   return out;
@@ -28,10 +29,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
   static const std::vector<CollectorInfo> kCollectors = {
       {"memory_stat", true, false, "memory.stat of every cgroup (v1 and v2)",
        [](const CollectorInputs& in) { return makeMemoryStatCollector(in.memoryStat); }},
-      {"memory_usage", true, false, "usage, peak and limits (v1 memory, memsw with swap accounting, kmem/kmem.tcp with --collector.memory_usage.kmem; v2 memory/swap/zswap)",
+      {"memory_usage", true, false, "usage, peak and limits (v1 memory, memsw with --collector.memory_usage.memsw and swap accounting, kmem/kmem.tcp with --collector.memory_usage.kmem; v2 memory/swap/zswap)",
        [](const CollectorInputs& in) { return makeMemoryUsageCollector(in.memoryUsage); }},
-      {"memory_events", true, false, "v1 failcnt and oom_control, v2 memory.events(.local) and memory.swap.events",
-       [](const CollectorInputs&) { return makeMemoryEventsCollector(); }},
+      {"memory_events", true, false, "v1 failcnt (memory, memsw with swap accounting, kmem; kmem.tcp with --collector.memory_events.kmem-tcp) and oom_control, v2 memory.events(.local) and memory.swap.events",
+       [](const CollectorInputs& in) { return makeMemoryEventsCollector(in.memoryEvents); }},
       {"reclaim_stat", true, false, "memory.reclaim_stat where the kernel has it (async reclaim patches)",
        [](const CollectorInputs&) { return makeReclaimStatCollector(); }},
       {"pressure", true, false, "PSI: /proc/pressure/memory and per-cgroup memory.pressure",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/memory_events.h"
 #include "collectors/memory_stat.h"
 #include "collectors/memory_usage.h"
 #include "collectors/taskstats.h"
@@ -21,6 +22,7 @@ namespace memcg {
 struct CollectorOptions {
   MemoryStatOptions memoryStat;
   MemoryUsageOptions memoryUsage;
+  MemoryEventsOptions memoryEvents;
   TaskstatsOptions taskstats;
   VmscanOptions vmscan;
 };
@@ -34,6 +36,7 @@ struct CollectorInputs {
   std::string procfsRoot = "/proc";
   MemoryStatOptions memoryStat;
   MemoryUsageOptions memoryUsage;
+  MemoryEventsOptions memoryEvents;
   tracing::Tracer* tracer = nullptr;  ///< vmscan: null while down
   Error tracingDown;                  ///< vmscan: why tracer is null
   TaskstatsService* taskstats = nullptr;

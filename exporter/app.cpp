@@ -72,6 +72,7 @@ App::App(const Options& opts) : opts_(opts) {
   in.procfsRoot = procfs;
   in.memoryStat = opts_.collectors.memoryStat;
   in.memoryUsage = opts_.collectors.memoryUsage;
+  in.memoryEvents = opts_.collectors.memoryEvents;
   in.tracer = tracing_.tracer.get();
   in.tracingDown = tracing_.down;
   in.taskstats = taskstats_.get();

@@ -53,9 +53,14 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   // Descriptors: cgroup directories and the files kept open, leaving a margin
-  // for sockets and everything else.
-  long fdLimit = cgroupfs::raiseFdLimit();
-  cgroupfs::CgroupDir::setFdBudget(std::max(0L, fdLimit - 1024));
+  // for sockets (--web.max-connections) and everything else.
+  const long fdLimit = cgroupfs::raiseFdLimit();
+  const long fdBudget = opts.discovery.fdBudget > 0
+                            ? opts.discovery.fdBudget
+                            : cgroupfs::defaultFdBudget(fdLimit, opts.webMaxConnections);
+  cgroupfs::CgroupDir::setFdBudget(fdBudget);
+  log::debug("descriptor budget", "rlimit_nofile=" + std::to_string(fdLimit) +
+                                      " budget=" + std::to_string(fdBudget));
 
   try {
     App app(opts);

@@ -33,6 +33,15 @@ const metrics::Desc kMode = nodeGauge(
     "memcg_exporter_cgroup_mode_info",
     "The memory cgroup layout found: v1, v2, or hybrid (v1 memory with a cgroup2 tree for PSI).",
     {"mode"});
+const metrics::Desc kFdsKept = nodeGauge(
+    "memcg_exporter_fds_kept",
+    "Descriptors kept open for cgroup directories and files (at most memcg_exporter_fd_budget).");
+const metrics::Desc kFdBudget = nodeGauge(
+    "memcg_exporter_fd_budget",
+    "Descriptors cgroup directories and files may keep open (--cgroup.fd-budget).");
+const metrics::Desc kUncached = nodeCounter(
+    "memcg_exporter_file_reads_uncached_total",
+    "Cgroup file reads that opened and closed the file because the descriptor budget was spent.");
 const metrics::Desc kBuild = nodeGauge(
     "memcg_exporter_build_info", "Build information; always 1.", {"version", "revision"});
 
@@ -119,6 +128,9 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   sink.add(kCgroups, {}, static_cast<double>(tree->cgroups.size()));
   sink.add(kDropped, {}, static_cast<double>(tree->dropped));
   sink.add(kVanished, {}, static_cast<double>(stats_->vanished.load()));
+  sink.add(kFdsKept, {}, static_cast<double>(cgroupfs::CgroupDir::cachedFds()));
+  sink.add(kFdBudget, {}, static_cast<double>(cgroupfs::CgroupDir::fdBudget()));
+  sink.add(kUncached, {}, static_cast<double>(cgroupfs::CgroupDir::uncachedReads()));
   sink.add(kMode, {modeName(tree->layout.mode)}, 1);
   sink.add(kBuild, {kVersion, kRevision}, 1);
   return tree;
@@ -179,7 +191,7 @@ std::vector<const metrics::Desc*> Scraper::describe() const {
     out.insert(out.end(), d.begin(), d.end());
   }
   for (const auto* d : {&kSuccess, &kDuration, &kErrors, &kCgroups, &kDropped, &kVanished,
-                        &kDiscovery, &kMode, &kBuild}) {
+                        &kDiscovery, &kFdsKept, &kFdBudget, &kUncached, &kMode, &kBuild}) {
     out.push_back(d);
   }
   return out;

@@ -9,10 +9,39 @@
 namespace memcg::metrics {
 namespace {
 
+// True if `v` is written as it is: every byte ASCII and none of \\ \" \n.
+// Eight bytes at a time (a cgroup path is ~20-100 bytes, and one is written
+// per sample).
+bool plainAscii(std::string_view v) {
+  constexpr uint64_t k01 = 0x0101010101010101ULL, k80 = 0x8080808080808080ULL;
+  // Non-zero iff some byte of x equals c (the classic has-zero-byte test on
+  // x ^ c repeated; exact as to whether there is one).
+  auto hasByte = [](uint64_t x, unsigned char c) {
+    const uint64_t y = x ^ (k01 * c);
+    return (y - k01) & ~y & k80;
+  };
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, v.data() + i, 8);
+    if (x & k80) return false;
+    if (hasByte(x, '\\') | hasByte(x, '"') | hasByte(x, '\n')) return false;
+  }
+  for (; i < v.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(v[i]);
+    if (c >= 0x80 || c == '\\' || c == '"' || c == '\n') return false;
+  }
+  return true;
+}
+
 // Label values are free text from the kernel (cgroup directory names). The
 // format requires UTF-8 and Prometheus rejects the whole scrape otherwise, so
 // a byte that starts no well-formed sequence becomes U+FFFD.
 void appendEscaped(std::string& out, std::string_view v) {
+  if (plainAscii(v)) {
+    out.append(v);
+    return;
+  }
   size_t start = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     char c = v[i];
@@ -150,13 +179,75 @@ size_t formatValue(double v, char* buf) {
   return static_cast<size_t>(r.ptr - buf);
 }
 
+namespace {
+
+// One sample line, `name{l0="v0",l1="v1"} value\n`, built in a stack buffer
+// and appended once (not ~10 appends per line); `head` is `name{l0="` (or
+// `name ` without labels). False (nothing written) when a label value needs
+// escaping or the line might not fit: the caller then takes appendHead().
+bool appendLine(std::string& out, std::string_view head, const Desc& d, size_t n,
+                const LabelValues& values, double value) {
+  char line[1024];
+  size_t bound = head.size() + 40;  // value (at most 24), separators
+  for (size_t i = 0; i < n; ++i) bound += d.labels[i].size() + values[i].size() + 4;
+  if (bound > sizeof line) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!plainAscii(values[i])) return false;
+  }
+  char* p = line;
+  auto put = [&p](std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  };
+  put(head);
+  if (n > 0) {
+    put(values[0]);
+    for (size_t i = 1; i < n; ++i) {
+      put("\",");
+      put(d.labels[i]);
+      put("=\"");
+      put(values[i]);
+    }
+    put("\"} ");
+  }
+  p += formatValue(value, p);
+  *p++ = '\n';
+  out.append(line, static_cast<size_t>(p - line));
+  return true;
+}
+
+}  // namespace
+
 void writeText(const std::deque<Family>& families, std::string& out) {
   std::array<Label, kMaxLabels> labels;
+  // One growth of the output, not a doubling series over megabytes: the
+  // first sample of each family stands for the others.
+  size_t estimate = out.size();
+  for (const Family& f : families) {
+    const Desc& d = *f.desc;
+    estimate += d.name.size() + d.help.size() + 32;
+    if (f.samples.empty()) continue;
+    size_t line = d.name.size() + 32;
+    for (size_t i = 0; i < d.labels.size() && i < kMaxLabels; ++i) {
+      line += d.labels[i].size() + f.samples.front().values[i].size() + 4;
+    }
+    estimate += line * f.samples.size();
+  }
+  out.reserve(estimate);
+  std::string head;
   for (const Family& f : families) {
     const Desc& d = *f.desc;
     const size_t n = std::min(d.labels.size(), kMaxLabels);
     for (size_t i = 0; i < n; ++i) labels[i].name = d.labels[i];
     appendHeader(out, d.name, d.help, typeName(d.type));
+    head = d.name;
+    if (n > 0) {
+      head += '{';
+      head += d.labels[0];
+      head += "=\"";
+    } else {
+      head += ' ';
+    }
     if (d.type == Type::kHistogram) {
       for (const auto& h : f.histograms) {
         for (size_t i = 0; i < n; ++i) labels[i].value = h.values[i];
@@ -166,6 +257,7 @@ void writeText(const std::deque<Family>& families, std::string& out) {
       continue;
     }
     for (const auto& s : f.samples) {
+      if (appendLine(out, head, d, n, s.values, s.value)) continue;
       for (size_t i = 0; i < n; ++i) labels[i].value = s.values[i];
       appendHead(out, d.name, "", labels, n);
       appendValue(out, s.value);

@@ -1,19 +1,34 @@
 #include "collectors/cgroupfs/cgroup_dir.h"
 
 #include "common/file.h"
+#include "common/log.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string>
 
 namespace memcg::cgroupfs {
 namespace {
 
 std::atomic<long> gFdBudget{0};
 std::atomic<long> gCachedFds{0};
+std::atomic<uint64_t> gUncachedReads{0};
+std::atomic<bool> gBudgetLogged{false};
+
+void budgetSpent() {
+  gUncachedReads.fetch_add(1, std::memory_order_relaxed);
+  if (!gBudgetLogged.exchange(true, std::memory_order_relaxed)) {
+    log::warn("cgroup file descriptor budget spent: files past it are opened, read and closed "
+              "per scrape (costlier); raise LimitNOFILE or --cgroup.fd-budget",
+              "budget=" + std::to_string(gFdBudget.load()) +
+                  " kept=" + std::to_string(gCachedFds.load()));
+  }
+}
 
 }  // namespace
 
@@ -57,10 +72,12 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
   auto& slot = fds_[static_cast<size_t>(id)];
   int fd = slot.load(std::memory_order_acquire);
   if (fd == kMissing) return ReadStatus::kAbsent;
-  std::string name(fileName(id));
+  // kFileNames are string literals: data() is NUL-terminated (no string
+  // built per read; the name goes into an error only).
+  const std::string_view name = fileName(id);
   Fd transient;
   if (fd == kUnknown) {
-    int nfd = ::openat(dir_.get(), name.c_str(), O_RDONLY | O_CLOEXEC);
+    int nfd = ::openat(dir_.get(), name.data(), O_RDONLY | O_CLOEXEC);
     if (nfd < 0) {
       int e = errno;
       if (e == ENOENT || e == ENODEV) {
@@ -71,7 +88,7 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
         slot.compare_exchange_strong(expected, kMissing);
         return ReadStatus::kAbsent;
       }
-      if (err) *err = makeError(e, path_ + "/" + name);
+      if (err) *err = makeError(e, path_ + "/" + std::string(name));
       return ReadStatus::kError;
     }
     if (gCachedFds.fetch_add(1, std::memory_order_relaxed) < gFdBudget.load()) {
@@ -87,13 +104,14 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
       gCachedFds.fetch_sub(1, std::memory_order_relaxed);
       transient.reset(nfd);
       fd = nfd;
+      budgetSpent();
     }
   }
   size_t len = 0;
   int e = multiRecord(id) ? preadAll(fd, buf, len) : preadSingleRecord(fd, buf, len);
   if (e == ENODEV || e == ENOENT) return ReadStatus::kGone;
   if (e != 0) {
-    if (err) *err = makeError(e, path_ + "/" + name);
+    if (err) *err = makeError(e, path_ + "/" + std::string(name));
     return ReadStatus::kError;
   }
   out = std::string_view(buf.data(), len);
@@ -101,7 +119,18 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
 }
 
 void CgroupDir::setFdBudget(long budget) { gFdBudget.store(budget); }
+long CgroupDir::fdBudget() { return gFdBudget.load(); }
 long CgroupDir::cachedFds() { return gCachedFds.load(); }
+uint64_t CgroupDir::uncachedReads() { return gUncachedReads.load(std::memory_order_relaxed); }
+
+bool v1SwapAccounting(const std::string& memoryRoot) {
+  const std::string f = memoryRoot + "/" + std::string(fileName(FileId::kV1MemswUsage));
+  return ::access(f.c_str(), F_OK) == 0;
+}
+
+long defaultFdBudget(long fdLimit, long connections) {
+  return std::max(0L, fdLimit - connections - 256);
+}
 
 ReadStatus readFile(const std::string& path, std::string& buf, std::string_view& out,
                     Error* err) {

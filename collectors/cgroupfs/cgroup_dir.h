@@ -19,6 +19,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,9 +66,15 @@ class CgroupDir {
 
   /// Upper bound on descriptors kept open by all CgroupDirs (their directories
   /// and their files); past it, a file is opened, read and closed on every
-  /// read. Set once at start-up.
+  /// read (the first time this happens is logged once, with the advice to
+  /// raise LimitNOFILE). Set once at start-up. Directories are always kept
+  /// (they count against the budget, so files get what they leave).
   static void setFdBudget(long budget);
+  static long fdBudget();
+  /// Descriptors kept open now (directories and files).
   static long cachedFds();
+  /// Reads that opened and closed their file because the budget was spent.
+  static uint64_t uncachedReads();
 
  private:
   static constexpr int kUnknown = -1;
@@ -87,5 +94,15 @@ ReadStatus readFile(const std::string& path, std::string& buf, std::string_view&
 /// Raises RLIMIT_NOFILE's soft limit to the hard limit and returns the new
 /// soft limit.
 long raiseFdLimit();
+
+/// v1 swap accounting (swapaccount=1, CONFIG_MEMCG_SWAP) is on when the
+/// memory root has memory.memsw.usage_in_bytes: the one probe of it (a boot
+/// parameter; callers probe once). Without it no memsw file is read.
+bool v1SwapAccounting(const std::string& memoryRoot);
+
+/// The default descriptor budget under a soft limit of `fdLimit`: what is
+/// left after `connections` sockets and 256 for everything else (tracefs
+/// per-CPU buffers, netlink, files, logs), at least 0.
+long defaultFdBudget(long fdLimit, long connections);
 
 }  // namespace memcg::cgroupfs

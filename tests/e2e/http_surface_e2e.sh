@@ -8,7 +8,7 @@
 #     --path.cgroupfs/--path.procfs, a corrupted
 #     memory.stat (collector failure, scrape error counted, the log line with
 #     the path and the line, the rest served), --collector.* switches,
-#     --collector.memory_stat.fields, --collector.memory_usage.kmem,
+#     --collector.memory_stat.fields, --collector.memory_usage.kmem (and .memsw),
 #     --cgroup.include/exclude/max-depth/limit/refresh-interval-ms,
 #     --web.gzip-level, --log.level.
 #   live (root, v1): /api/v1/cgroups (ids = directory inodes), /api/v1/delays
@@ -152,15 +152,18 @@ check "--cgroup.limit=2: 2 exported, the rest dropped (>= 1; the walk stops at t
   "grep -qx 'memcg_exporter_cgroups 2' $tmp/limit.prom && awk '\$1==\"memcg_exporter_cgroups_dropped\" && \$2>=1' $tmp/limit.prom | grep -q ."
 check "--collector.disable-defaults --collector.memory_usage: only memory_usage runs" bash -c \
   "[ \"\$(grep -o '^memcg_exporter_collector_success{collector=\"[a-z_]*\"' $tmp/limit.prom | tr '\n' ' ')\" = 'memcg_exporter_collector_success{collector=\"memory_usage\" ' ]"
-check "default: no kmem/kmem.tcp usage, peak or limit; memsw (swap accounting) and kmem failcnt kept" bash -c \
-  "! grep -qE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes' $tmp/limit.prom && grep -q '^memcg_memsw_usage_bytes{cgroup=\"/\"}' $tmp/limit.prom"
+check "default: no kmem/kmem.tcp or memsw usage, peak or limit" bash -c \
+  "! grep -qE '^memcg_(kmem|kmem_tcp|memsw)_(usage|peak|limit)_bytes' $tmp/limit.prom && grep -q '^memcg_memory_usage_bytes{' $tmp/limit.prom"
 stop
 check "--collector.memory_usage.kmem: exporter up" start kmem --path.cgroupfs="$tmp/tree" \
   --path.procfs="$fixtures/procfs" --no-collector.vmscan \
-  --collector.disable-defaults --collector.memory_usage --collector.memory_usage.kmem --cgroup.refresh-interval-ms=0
+  --collector.disable-defaults --collector.memory_usage --collector.memory_usage.kmem \
+  --collector.memory_usage.memsw --cgroup.refresh-interval-ms=0
 curl -fsS "$url/metrics" > "$tmp/kmem.prom"
 check "--collector.memory_usage.kmem: kmem and kmem.tcp usage, peak and limit" bash -c \
   "[ \$(grep -cE '^memcg_kmem(_tcp)?_(usage|peak|limit)_bytes\{cgroup=\"/web\"\}' $tmp/kmem.prom) = 6 ]"
+check "--collector.memory_usage.memsw: memsw usage, peak and limit (swap accounting)" bash -c \
+  "[ \$(grep -cE '^memcg_memsw_(usage|peak|limit)_bytes\{cgroup=\"/\"\}' $tmp/kmem.prom) = 3 ]"
 mkdir "$tmp/tree/memory/web/added"
 for f in "$tmp"/tree/memory/web/memory.*; do cp "$f" "$tmp/tree/memory/web/added/"; done
 cp "$tmp/tree/memory/web/cgroup.procs" "$tmp/tree/memory/web/added/" 2>/dev/null || true

@@ -86,6 +86,38 @@ TEST(LiveV1, RemovedCgroupIsSkippedSilently) {
             std::string::npos);
 }
 
+// Past the descriptor budget (--cgroup.fd-budget) every file is opened
+// below the kept directory, read and closed: the values are the kernel's, the
+// reads are counted, and a removed cgroup still reads as gone (ENOENT from
+// openat), never as an error.
+TEST(LiveV1, PastTheFdBudgetReadsAreRightAndVanishedIsGone) {
+  if (auto why = test::v1SkipReason(); !why.empty()) GTEST_SKIP() << why;
+  auto cg = std::make_unique<test::TestCgroupV1>("fdbudget");
+  cg->write("memory.limit_in_bytes", std::to_string(kLimit));
+  const std::string label = cg->label();
+  auto s = liveScrape(label);
+  auto tree = *s->discovery->refresh();  // directories kept; no file yet
+  cgroupfs::CgroupDir::setFdBudget(cgroupfs::CgroupDir::cachedFds());  // no room for files
+  const uint64_t before = cgroupfs::CgroupDir::uncachedReads();
+  std::string t = s->text();
+  EXPECT_EQ(sampleOf(t, "memcg_memory_limit_bytes", label), static_cast<double>(kLimit));
+  EXPECT_EQ(sampleOf(t, "memcg_memory_failcnt_total", label),
+            static_cast<double>(cg->readU64("memory.failcnt")));
+  // At least memory.stat, usage, limit, failcnt of our cgroup went uncached.
+  EXPECT_GE(cgroupfs::CgroupDir::uncachedReads(), before + 4);
+  EXPECT_NE(t.find("memcg_exporter_collector_success{collector=\"memory_usage\"} 1"),
+            std::string::npos);
+  cg.reset();  // rmdir
+  CollectorInputs cfg;
+  for (auto& c : test::allCollectors(cfg)) {
+    ScrapeContext ctx(*tree);
+    metrics::Sink sink;
+    c.collector->collect(ctx, sink);
+    EXPECT_TRUE(ctx.errors.empty()) << c.name << ": " << ctx.errors.front().message();
+  }
+  cgroupfs::CgroupDir::setFdBudget(1000);
+}
+
 }  // namespace
 }  // namespace memcg
 

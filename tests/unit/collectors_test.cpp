@@ -59,9 +59,12 @@ TEST(V1, LimitsUsageFailcntAndMax) {
   EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
   // Local v1 keys are not in the default set; hierarchical ones are.
   EXPECT_EQ(t.find("memcg_memory_stat_cache_bytes"), std::string::npos);
-  // Missing memsw files (no swap accounting) are simply not exported.
-  EXPECT_EQ(t.find("memcg_memsw_usage_bytes{cgroup=\"/web/frontend\"}"), std::string::npos);
-  EXPECT_TRUE(has(t, "memcg_memsw_usage_bytes{cgroup=\"/web\"} 266338304"));
+  // memsw usage, peak and limit are opt-in (--collector.memory_usage.memsw);
+  // memsw.failcnt is read where swap accounting is on, and a cgroup missing
+  // it is simply not exported.
+  EXPECT_EQ(t.find("memcg_memsw_usage_bytes{"), std::string::npos);
+  EXPECT_TRUE(has(t, "memcg_memsw_failcnt_total{cgroup=\"/web\"} 0"));
+  EXPECT_EQ(t.find("memcg_memsw_failcnt_total{cgroup=\"/web/frontend\"}"), std::string::npos);
   EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_stat\"} 1"));
   EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"v1\"} 1"));
 }
@@ -112,8 +115,10 @@ TEST(Hybrid, PressureJoinedFromCgroup2) {
   EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"hybrid\"} 1"));
 }
 
-// The v1 default set (README "Performance"): no kmem / kmem.tcp usage, peak
-// or limit (opt-in), their failcnt kept; memsw only with swap accounting.
+// The v1 default set (README "Performance"), the reclaim view's files and
+// oom_control: no kmem / kmem.tcp usage, peak or limit, no kmem.tcp failcnt,
+// no memsw usage, peak or limit (each opt-in); kmem and memsw failcnt kept,
+// memsw only with swap accounting.
 TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
   FixtureScrape byDefault(fixturePath("cgroupfs/v1"));
   std::string t = byDefault.text();
@@ -122,12 +127,18 @@ TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
                         "memcg_kmem_tcp_limit_bytes"}) {
     EXPECT_EQ(t.find(std::string("\n") + m + "{"), std::string::npos) << m;
   }
+  for (const char* m : {"memcg_kmem_tcp_failcnt_total", "memcg_memsw_usage_bytes",
+                        "memcg_memsw_peak_bytes", "memcg_memsw_limit_bytes"}) {
+    EXPECT_EQ(t.find(std::string("\n") + m + "{"), std::string::npos) << m;
+  }
   EXPECT_NE(t.find("\nmemcg_kmem_failcnt_total{cgroup=\"/web\"}"), std::string::npos);
-  EXPECT_NE(t.find("\nmemcg_kmem_tcp_failcnt_total{cgroup=\"/web\"}"), std::string::npos);
-  EXPECT_NE(t.find("\nmemcg_memsw_usage_bytes{cgroup=\"/web\"}"), std::string::npos);
+  EXPECT_NE(t.find("\nmemcg_memsw_failcnt_total{cgroup=\"/web\"}"), std::string::npos);
+  EXPECT_NE(t.find("\nmemcg_memory_under_oom{cgroup=\"/web\"}"), std::string::npos);
 
   CollectorInputs cfg;
   cfg.memoryUsage.kmem = true;
+  cfg.memoryUsage.memsw = true;
+  cfg.memoryEvents.kmemTcp = true;
   FixtureScrape withKmem(fixturePath("cgroupfs/v1"), cfg);
   t = withKmem.text();
   for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes", "memcg_kmem_limit_bytes",
@@ -135,16 +146,20 @@ TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
                         "memcg_kmem_tcp_limit_bytes"}) {
     EXPECT_NE(t.find(std::string("\n") + m + "{cgroup=\"/web\"}"), std::string::npos) << m;
   }
+  EXPECT_TRUE(has(t, "memcg_kmem_tcp_failcnt_total{cgroup=\"/web\"} 0"));
+  EXPECT_TRUE(has(t, "memcg_memsw_usage_bytes{cgroup=\"/web\"} 266338304"));
+  EXPECT_NE(t.find("\nmemcg_memsw_limit_bytes{cgroup=\"/web\"}"), std::string::npos);
 
-  // No swap accounting (the root has no memory.memsw.usage_in_bytes): the
-  // memsw usage, peak and limit files are not read, even where a child has one.
+  // No swap accounting (the root has no memory.memsw.usage_in_bytes): no
+  // memsw file is read, even where a child has one and the flag is on.
   test::TempTree tree;
   tree.copyFixture("cgroupfs/v1", "cg");
   tree.remove("cg/memory/memory.memsw.usage_in_bytes");
-  FixtureScrape noSwap(tree.path("cg"));
+  FixtureScrape noSwap(tree.path("cg"), cfg);
   t = noSwap.text();
   EXPECT_EQ(t.find("\nmemcg_memsw_usage_bytes{"), std::string::npos);
   EXPECT_EQ(t.find("\nmemcg_memsw_limit_bytes{"), std::string::npos);
+  EXPECT_EQ(t.find("\nmemcg_memsw_failcnt_total{"), std::string::npos);
   EXPECT_NE(t.find("\nmemcg_memory_usage_bytes{cgroup=\"/web\"}"), std::string::npos);
   EXPECT_NE(t.find("memcg_exporter_collector_success{collector=\"memory_usage\"} 1"),
             std::string::npos);

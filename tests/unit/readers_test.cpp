@@ -141,6 +141,38 @@ TEST(CgroupDir, GrowsBufferForLargeFiles) {
   EXPECT_EQ(out, "cache 1\n");
 }
 
+// Past the descriptor budget a file is opened, read and closed on every read
+// (counted); with room again, the next read keeps its descriptor.
+TEST(CgroupDir, FdBudgetSpentReadsUncachedAndCounts) {
+  test::TempTree t;
+  t.write("cg/cgroup.procs", "");
+  t.write("cg/memory.current", "123\n");
+  t.write("cg/memory.max", "max\n");
+  auto dir = CgroupDir::open(t.path("cg"));
+  ASSERT_TRUE(dir.ok());
+  CgroupDir::setFdBudget(CgroupDir::cachedFds());  // no room left
+  std::string buf;
+  std::string_view out;
+  const uint64_t before = CgroupDir::uncachedReads();
+  const long kept = CgroupDir::cachedFds();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
+    EXPECT_EQ(out, "123\n");
+  }
+  EXPECT_EQ(CgroupDir::uncachedReads(), before + 3);
+  EXPECT_EQ(CgroupDir::cachedFds(), kept);  // nothing kept, nothing leaked
+  t.write("cg/memory.current", "456\n");  // each read opens the file anew
+  ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
+  EXPECT_EQ(out, "456\n");
+  CgroupDir::setFdBudget(kept + 1);  // room for one
+  ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
+  ASSERT_EQ((*dir)->read(FileId::kV2Max, buf, out), ReadStatus::kOk);
+  EXPECT_EQ(CgroupDir::cachedFds(), kept + 1);
+  EXPECT_EQ(CgroupDir::uncachedReads(), before + 5);  // memory.max found no room
+  EXPECT_EQ(cgroupfs::defaultFdBudget(20000, 4096), 15648);
+  EXPECT_EQ(cgroupfs::defaultFdBudget(1024, 4096), 0);
+}
+
 // The one usage/limit reader: v1 limit_in_bytes; v2 memory.max, else
 // memory.high; a missing file is an error, not a vanished cgroup.
 TEST(UsageLimit, V1AndV2MaxThenHigh) {

@@ -6,6 +6,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <sstream>
 
@@ -90,6 +91,37 @@ TEST(TextFormat, LabelValuesAreMadeValidUtf8) {
     ASSERT_GT(n, 0u) << "invalid UTF-8 at byte " << i;
     i += n;
   }
+}
+
+// The writer's fast path (a line built at once) checks label values eight
+// bytes at a time: a byte to escape anywhere in a value, in either label,
+// must still take the escaping path, and plain values must be unchanged.
+TEST(TextFormat, EscapesFoundAtEveryPositionOfBothLabels) {
+  Desc g{"x_bytes", "h", Type::kGauge, {"cgroup", "k"}, {}};
+  Sink sink;
+  std::deque<std::string> values;
+  for (char special : {'\\', '"', '\n', '\x7f', 'a'}) {
+    for (size_t len : {1, 7, 8, 9, 16, 17, 23}) {
+      for (size_t at = 0; at < len; ++at) {
+        std::string v(len, 'c');
+        v[at] = special;
+        const std::string& kept = values.emplace_back(std::move(v));
+        sink.add(g, {kept, "plain"}, static_cast<double>(at));
+        sink.add(g, {"/plain/path", kept}, 0.5);
+      }
+    }
+  }
+  std::string v(9, 'c');
+  v[8] = '\xFF';  // not UTF-8: becomes U+FFFD in our writer only
+  sink.add(g, {v, "x"}, 1);
+  std::vector<prometheus::MetricFamily> pf{toPrometheus(sink.families().front())};
+  pf.front().metric.pop_back();
+  std::string ours;
+  writeText(sink.families(), ours);
+  const std::string tail = "x_bytes{cgroup=\"cccccccc\xEF\xBF\xBD\",k=\"x\"} 1\n";
+  ASSERT_GE(ours.size(), tail.size());
+  EXPECT_EQ(ours.substr(ours.size() - tail.size()), tail);
+  EXPECT_EQ(ours.substr(0, ours.size() - tail.size()), reference(pf));
 }
 
 TEST(TextFormat, FormatValue) {

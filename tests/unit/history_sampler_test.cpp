@@ -93,7 +93,8 @@ TEST(HistorySampler, V1ReadsOnlyTheSelectedFilesAndCgroups) {
   EXPECT_EQ(defReads, 3 * n);
   EXPECT_EQ(value(*def, R"(memcg_memory_usage_bytes{cgroup="/web"})"),
             std::stod(t.read("cg/memory/web/memory.usage_in_bytes")));
-  EXPECT_GT(all, 4 * defReads) << "a /metrics scrape reads " << all << " files";
+  // /metrics reads the default set (9-10 files per v1 cgroup): the sampler under a third.
+  EXPECT_GT(all, 3 * defReads) << "a /metrics scrape reads " << all << " files";
 
   // Everything: exactly the files /metrics reads (the same reading path).
   auto every = s.history({R"({__name__=~".+"})"});

@@ -146,7 +146,7 @@ void Manager::evalGroup(Group& g, int64_t t) {
         else if (a.state == AlertState::kInactive) backend_.actions->resolved(a.labels, Actions::Source::kRules, t);
       }
     }
-    if (backend_.notify) backend_.notify(*r, t);
+    if (backend_.notify) backend_.notify(*r, t, g.intervalMs());
   }
   if (backend_.actions) backend_.actions->tick(t);
 }

@@ -42,8 +42,9 @@ struct ManagerBackend {
   /// Drops every selection made through select() (before a reload reselects).
   std::function<void()> unselectAll;
   Actions* actions = nullptr;                ///< may be null
-  /// Alerts of one evaluation, for the notifier (may be empty).
-  std::function<void(Rule& rule, int64_t nowMs)> notify;
+  /// After each evaluation of an alerting rule, for the notifier (may be
+  /// empty): the rule, the evaluation time and the group's interval.
+  std::function<void(Rule& rule, int64_t nowMs, int64_t intervalMs)> notify;
 };
 
 class Manager {

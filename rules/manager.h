@@ -1,6 +1,7 @@
 // The rule engine's lifecycle: loads --rules.file (globs), evaluates every
 // group at its interval on one thread (times aligned to multiples of the
-// interval), writes recording-rule output, ALERTS and ALERTS_FOR_STATE
+// interval, each run a quarter interval, at most 50 ms, after its time so the
+// history's sample of that tick is in), writes recording-rule output, ALERTS and ALERTS_FOR_STATE
 // through AppendFn, hands alerts with an action label to Actions, and
 // reloads (SIGHUP, POST /-/reload): an unchanged group keeps running as it
 // was; in a changed one, rules matched by name and labels keep their alert

@@ -1,5 +1,7 @@
 #include "rules/notifier.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <stdexcept>
 
@@ -147,7 +149,10 @@ void Notifier::start() {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = false;
   }
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "memcg-notify");
+    loop();
+  });
 }
 
 void Notifier::stop() {

@@ -45,7 +45,8 @@ Result<Fd> connectTo(const HttpUrl& url, int64_t deadlineMs) {
     return makeError(EHOSTUNREACH, what, std::string("resolve: ") + ::gai_strerror(rc));
   Error last = makeError(ECONNREFUSED, what, "no address");
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                   ai->ai_protocol));
     if (!fd.valid()) {
       last = makeError(errno, what, "socket");
       continue;
@@ -108,7 +109,8 @@ Result<HttpUrl> parseHttpUrl(std::string_view url) {
     if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
   }
   if (u.host.empty()) return makeError(EINVAL, u.text, "no host");
-  if (port.empty() && hostport.back() == ':') return makeError(EINVAL, u.text, "empty port");
+  if (port.empty() && hostport.back() == ':')
+    return makeError(EINVAL, u.text, "empty port");
   if (!port.empty()) {
     auto p = parseU64(port);
     if (!p || *p == 0 || *p > 65535) return makeError(EINVAL, u.text, "bad port");
@@ -122,16 +124,19 @@ Result<HttpUrl> parseHttpUrl(std::string_view url) {
   return u;
 }
 
-Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::string_view contentType,
-                           std::string_view body, int64_t timeoutMs) {
+Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path,
+                           std::string_view contentType, std::string_view body,
+                           int64_t timeoutMs) {
   const int64_t deadline = steadyMs() + timeoutMs;
   auto fd = connectTo(url, deadline);
   if (!fd.ok()) return fd.error();
   const bool v6 = url.host.find(':') != std::string::npos;
-  std::string req = "POST " + path + " HTTP/1.1\r\nHost: " + (v6 ? "[" + url.host + "]" : url.host) +
-                    ":" + url.port + "\r\nUser-Agent: memcg_exporter\r\nContent-Type: " +
-                    std::string(contentType) + "\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\nConnection: close\r\n\r\n";
+  std::string req =
+      "POST " + path + " HTTP/1.1\r\nHost: " + (v6 ? "[" + url.host + "]" : url.host) +
+      ":" + url.port +
+      "\r\nUser-Agent: memcg_exporter\r\nContent-Type: " + std::string(contentType) +
+      "\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n\r\n";
   req.append(body);
   size_t off = 0;
   while (off < req.size()) {
@@ -142,7 +147,8 @@ Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::str
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (auto w = waitFd(fd->get(), POLLOUT, deadline, url.text); !w.ok()) return w.error();
+      if (auto w = waitFd(fd->get(), POLLOUT, deadline, url.text); !w.ok())
+        return w.error();
       continue;
     }
     return makeError(errno, url.text, "send");
@@ -162,7 +168,8 @@ Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::str
     if (n == 0) break;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (auto w = waitFd(fd->get(), POLLIN, deadline, url.text); !w.ok()) return w.error();
+      if (auto w = waitFd(fd->get(), POLLIN, deadline, url.text); !w.ok())
+        return w.error();
       continue;
     }
     if (n < 0) return makeError(errno, url.text, "recv");
@@ -173,13 +180,15 @@ Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::str
       if (e != std::string::npos) {
         headerEnd = e + 4;
         std::string lower = in.substr(0, e);
-        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (auto& c : lower)
+          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         const size_t cl = lower.find("\r\ncontent-length:");
         if (cl != std::string::npos) {
           size_t b = cl + 17;
           while (b < lower.size() && lower[b] == ' ') ++b;
           size_t en = b;
-          while (en < lower.size() && std::isdigit(static_cast<unsigned char>(lower[en]))) ++en;
+          while (en < lower.size() && std::isdigit(static_cast<unsigned char>(lower[en])))
+            ++en;
           if (auto v = parseU64(std::string_view(lower).substr(b, en - b)))
             contentLength = static_cast<size_t>(*v);
         }
@@ -190,8 +199,8 @@ Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::str
   }
   HttpReply r;
   int major = 0, minor = 0, status = 0;
-  if (std::sscanf(in.c_str(), "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
-      status > 999)
+  if (std::sscanf(in.c_str(), "HTTP/%d.%d %d", &major, &minor, &status) != 3 ||
+      status < 100 || status > 999)
     return makeError(EPROTO, url.text, "not an HTTP reply");
   r.status = status;
   if (headerEnd != std::string::npos) r.body = in.substr(headerEnd, kKeep);

@@ -31,7 +31,8 @@ struct HttpReply {
 /// POSTs `body` to url.host:url.port at `path`. Errors: ETIMEDOUT past the
 /// deadline, the errno of a failed connect/write/read, EPROTO for a reply
 /// that is not HTTP.
-Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path, std::string_view contentType,
-                           std::string_view body, int64_t timeoutMs);
+Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path,
+                           std::string_view contentType, std::string_view body,
+                           int64_t timeoutMs);
 
 }  // namespace memcg::rules

@@ -13,22 +13,40 @@ namespace {
 
 constexpr size_t kMaxBatch = 64;  // Prometheus' maxBatchSize
 
-const metrics::Desc kSent{"memcg_exporter_notifications_sent_total",
-                          "Alerts posted to each Alertmanager (also the ones that failed).",
-                          metrics::Type::kCounter, {"alertmanager"}, {}};
-const metrics::Desc kErrors{"memcg_exporter_notifications_errors_total",
-                            "Posts to each Alertmanager that failed (transport, timeout, not 2xx).",
-                            metrics::Type::kCounter, {"alertmanager"}, {}};
-const metrics::Desc kDropped{"memcg_exporter_notifications_dropped_total",
-                             "Alerts dropped: queue full, or no Alertmanager took their batch.",
-                             metrics::Type::kCounter, {}, {}};
+const metrics::Desc kSent{
+    "memcg_exporter_notifications_sent_total",
+    "Alerts posted to each Alertmanager (also the ones that failed).",
+    metrics::Type::kCounter,
+    {"alertmanager"},
+    {}};
+const metrics::Desc kErrors{
+    "memcg_exporter_notifications_errors_total",
+    "Posts to each Alertmanager that failed (transport, timeout, not 2xx).",
+    metrics::Type::kCounter,
+    {"alertmanager"},
+    {}};
+const metrics::Desc kDropped{
+    "memcg_exporter_notifications_dropped_total",
+    "Alerts dropped: queue full, or no Alertmanager took their batch.",
+    metrics::Type::kCounter,
+    {},
+    {}};
 const metrics::Desc kQueueLength{"memcg_exporter_notifications_queue_length",
-                                 "Alerts waiting to be sent.", metrics::Type::kGauge, {}, {}};
+                                 "Alerts waiting to be sent.",
+                                 metrics::Type::kGauge,
+                                 {},
+                                 {}};
 const metrics::Desc kQueueCapacity{"memcg_exporter_notifications_queue_capacity",
-                                   "Capacity of the alert queue.", metrics::Type::kGauge, {}, {}};
-const metrics::Desc kAlertmanagers{"memcg_exporter_notifications_alertmanagers_discovered",
-                                   "Alertmanagers alerts are sent to.", metrics::Type::kGauge,
-                                   {}, {}};
+                                   "Capacity of the alert queue.",
+                                   metrics::Type::kGauge,
+                                   {},
+                                   {}};
+const metrics::Desc kAlertmanagers{
+    "memcg_exporter_notifications_alertmanagers_discovered",
+    "Alertmanagers alerts are sent to.",
+    metrics::Type::kGauge,
+    {},
+    {}};
 
 nlohmann::json labelObject(const promql::Labels& ls) {
   nlohmann::json j = nlohmann::json::object();
@@ -54,7 +72,8 @@ FlagList notifierFlags(NotifierOptions& o) {
        false,
        [&o](const std::string& v) {
          if (auto u = parseHttpUrl(v); !u.ok())
-           throw std::invalid_argument("--rules.alertmanager-url: " + u.error().detail + ": " + v);
+           throw std::invalid_argument("--rules.alertmanager-url: " + u.error().detail +
+                                       ": " + v);
          o.alertmanagerUrls.push_back(v);
        },
        ""},
@@ -69,13 +88,11 @@ FlagList notifierFlags(NotifierOptions& o) {
        "alerts waiting to be sent to Alertmanager (the oldest are dropped past it)",
        false,
        [&o](const std::string& v) {
-         o.queueCapacity = static_cast<size_t>(
-             parseFlagInt("rules.alertmanager.notification-queue-capacity", v, 1, 10000000));
+         o.queueCapacity = static_cast<size_t>(parseFlagInt(
+             "rules.alertmanager.notification-queue-capacity", v, 1, 10000000));
        },
        "10000"},
-      {"rules.alertmanager.timeout",
-       "timeout of one post to an Alertmanager",
-       false,
+      {"rules.alertmanager.timeout", "timeout of one post to an Alertmanager", false,
        [&o](const std::string& v) {
          o.timeoutMs = durationFlag("rules.alertmanager.timeout", v, 1);
        },
@@ -253,10 +270,12 @@ bool Notifier::postOne(Target& t, const std::string& body, size_t n) {
   t.sent += n;
   if (r.ok() && r->status / 100 == 2) return true;
   ++t.errors;
-  const std::string why = r.ok() ? "status " + std::to_string(r->status) + " " + r->body.substr(0, 200)
-                                 : r.error().detail + ": " + std::strerror(r.error().err);
+  const std::string why =
+      r.ok() ? "status " + std::to_string(r->status) + " " + r->body.substr(0, 200)
+             : r.error().detail + ": " + std::strerror(r.error().err);
   log::error("error sending alerts", "alertmanager=" + log::quote(t.url.text) +
-                                         " count=" + std::to_string(n) + " err=" + log::quote(why));
+                                         " count=" + std::to_string(n) +
+                                         " err=" + log::quote(why));
   return false;
 }
 
@@ -269,7 +288,8 @@ bool Notifier::sendAll(const std::vector<PostableAlert>& batch) {
   std::vector<char> ok(targets_.size(), 0);
   std::vector<std::thread> ts;
   for (size_t i = 0; i < targets_.size(); ++i)
-    ts.emplace_back([&, i] { ok[i] = postOne(*targets_[i], body, batch.size()) ? 1 : 0; });
+    ts.emplace_back(
+        [&, i] { ok[i] = postOne(*targets_[i], body, batch.size()) ? 1 : 0; });
   for (auto& t : ts) t.join();
   for (char c : ok)
     if (c) return true;

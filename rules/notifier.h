@@ -45,9 +45,9 @@ namespace memcg::rules {
 struct NotifierOptions {
   std::vector<std::string> alertmanagerUrls;  ///< --rules.alertmanager-url (repeatable)
   int64_t resendDelayMs = 60 * 1000;          ///< --rules.alert.resend-delay
-  size_t queueCapacity = 10000;               ///< --rules.alertmanager.notification-queue-capacity
-  int64_t timeoutMs = 10 * 1000;              ///< --rules.alertmanager.timeout
-  std::string externalUrl;                    ///< --rules.external-url (generatorURL prefix)
+  size_t queueCapacity = 10000;   ///< --rules.alertmanager.notification-queue-capacity
+  int64_t timeoutMs = 10 * 1000;  ///< --rules.alertmanager.timeout
+  std::string externalUrl;        ///< --rules.external-url (generatorURL prefix)
   std::map<std::string, std::string> externalLabels;  ///< --rules.external-label
 };
 
@@ -62,7 +62,8 @@ struct PostableAlert {
   std::string generatorUrl;
 };
 
-/// The v2 body: [{"labels":{},"annotations":{},"startsAt":..,"endsAt":..,"generatorURL":..}].
+/// The v2 body:
+/// [{"labels":{},"annotations":{},"startsAt":..,"endsAt":..,"generatorURL":..}].
 std::string postableAlertsJson(const std::vector<PostableAlert>& alerts);
 
 /// "/api/v1/query?query=<expr, URL-escaped as a query value>".

@@ -78,7 +78,8 @@ class Recorder {
       size_t e = in.find("\r\n\r\n");
       {
         std::lock_guard<std::mutex> g(mu_);
-        reqs_.push_back({in.substr(0, in.find("\r\n")), e == std::string::npos ? "" : in.substr(e + 4)});
+        reqs_.push_back({in.substr(0, in.find("\r\n")),
+                         e == std::string::npos ? "" : in.substr(e + 4)});
       }
       if (status_ == 0) {  // never answers: hold the connection until the client gives up
         pollfd q{c, POLLIN, 0};
@@ -86,8 +87,9 @@ class Recorder {
         }
       } else {
         std::string body = status_ / 100 == 2 ? "" : "bad";
-        std::string r = "HTTP/1.1 " + std::to_string(status_) + " X\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n\r\n" + body;
+        std::string r = "HTTP/1.1 " + std::to_string(status_) +
+                        " X\r\nContent-Length: " + std::to_string(body.size()) +
+                        "\r\n\r\n" + body;
         (void)!::write(c, r.data(), r.size());
       }
       ::close(c);
@@ -102,7 +104,9 @@ class Recorder {
   std::thread thread_;
 };
 
-promql::Labels L(std::vector<promql::Label> v) { return promql::makeLabels(std::move(v)); }
+promql::Labels L(std::vector<promql::Label> v) {
+  return promql::makeLabels(std::move(v));
+}
 
 /// One alerting rule `x > 1` over an in-memory series, evaluated by hand.
 struct RuleRun {
@@ -111,16 +115,19 @@ struct RuleRun {
   std::unique_ptr<Group> g;
   promql::Labels x = L({{"__name__", "x"}, {"cgroup", "/a"}});
   explicit RuleRun(const std::string& forText) {
-    auto cfg = parseRuleFile("groups:\n  - name: g\n    interval: 1s\n    rules:\n      - alert: A\n"
-                             "        expr: x > 1\n        for: " +
-                                 forText + "\n        annotations: {s: 'v={{ $value }}'}\n",
-                             "t.yml");
+    auto cfg = parseRuleFile(
+        "groups:\n  - name: g\n    interval: 1s\n    rules:\n      - alert: A\n"
+        "        expr: x > 1\n        for: " +
+            forText + "\n        annotations: {s: 'v={{ $value }}'}\n",
+        "t.yml");
     EXPECT_TRUE(cfg.ok());
     g = std::make_unique<Group>((*cfg)[0], 1000);
   }
   void eval(int64_t t, double v) {
     st.append(x, t, v);
-    g->eval(t, engine, st, [this](const promql::Labels& l, int64_t ts, double val) { st.append(l, ts, val); });
+    g->eval(t, engine, st, [this](const promql::Labels& l, int64_t ts, double val) {
+      st.append(l, ts, val);
+    });
   }
   Rule& rule() { return *g->rules()[0]; }
 };
@@ -163,7 +170,8 @@ TEST(RulesNotifier, Flags) {
   EXPECT_EQ(o.notifier.timeoutMs, 500);
   EXPECT_EQ(o.externalLabels.at("node"), "n1");
   EXPECT_EQ(o.notifier.externalUrl, "http://n1:9256");
-  EXPECT_THROW(setFlag(fl, "rules.alertmanager-url", "https://am:9093"), std::invalid_argument);
+  EXPECT_THROW(setFlag(fl, "rules.alertmanager-url", "https://am:9093"),
+               std::invalid_argument);
   EXPECT_THROW(setFlag(fl, "rules.external-label", "node"), std::invalid_argument);
   EXPECT_THROW(setFlag(fl, "rules.external-label", "1x=y"), std::invalid_argument);
   EXPECT_THROW(setFlag(fl, "rules.alertmanager.timeout", "0s"), std::invalid_argument);
@@ -182,8 +190,9 @@ TEST(RulesNotifier, UrlParsing) {
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->path, "/");
   EXPECT_EQ(parseHttpUrl("http://am")->port, "80");
-  for (const char* bad : {"https://am:9093", "am:9093", "http://:9093", "http://am:0",
-                          "http://am:70000", "http://am:x", "http://u:p@am", "http://am/?q"})
+  for (const char* bad :
+       {"https://am:9093", "am:9093", "http://:9093", "http://am:0", "http://am:70000",
+        "http://am:x", "http://u:p@am", "http://am/?q"})
     EXPECT_FALSE(parseHttpUrl(bad).ok()) << bad;
 }
 
@@ -315,7 +324,8 @@ TEST(RulesNotifier, ErrorsCountedPerAlertmanager) {
   EXPECT_EQ((*n)->counts(bad.url()).errors, 1u);
   EXPECT_EQ((*n)->counts(silent.url()).errors, 1u);
   EXPECT_EQ((*n)->counts("http://127.0.0.1:1").errors, 1u);
-  for (const auto& u : {good.url(), bad.url(), silent.url(), std::string("http://127.0.0.1:1")})
+  for (const auto& u :
+       {good.url(), bad.url(), silent.url(), std::string("http://127.0.0.1:1")})
     EXPECT_EQ((*n)->counts(u).sent, 2u) << u;
   EXPECT_EQ((*n)->dropped(), 0u);  // one Alertmanager took it
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "collectors/registry.h"
@@ -21,20 +22,39 @@ namespace {
 /// the history, which samples through the scraper): it is looked up at collect.
 class RulesCollector final : public Collector {
  public:
-  explicit RulesCollector(const std::unique_ptr<rules::Manager>& m) : m_(m) {}
+  RulesCollector(const std::unique_ptr<rules::Manager>& m,
+                 const std::unique_ptr<rules::Notifier>& n, bool notifying)
+      : m_(m), n_(n), notifying_(notifying) {}
   void collect(ScrapeContext&, metrics::Sink& sink) override {
     if (m_) m_->collect(sink);
+    if (n_) n_->collect(sink);
   }
-  std::vector<const metrics::Desc*> describe() const override { return rules::Manager::describe(); }
+  std::vector<const metrics::Desc*> describe() const override {
+    auto v = rules::Manager::describe();
+    if (notifying_)
+      for (const auto* d : rules::Notifier::describe()) v.push_back(d);
+    return v;
+  }
 
  private:
   const std::unique_ptr<rules::Manager>& m_;
+  const std::unique_ptr<rules::Notifier>& n_;
+  bool notifying_;
 };
 
 std::string joinNames(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
   return s;
+}
+
+/// Prometheus' default external URL: http://<hostname>:<listen port>.
+std::string defaultExternalUrl(const std::string& listenAddress) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == 0) std::strcpy(host, "localhost");
+  const size_t colon = listenAddress.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : listenAddress.substr(colon + 1);
+  return std::string("http://") + host + (port.empty() ? "" : ":" + port);
 }
 
 bool enabled(const std::vector<std::string>& on, std::string_view name) {
@@ -90,7 +110,9 @@ App::App(const Options& opts) : opts_(opts) {
   // Like the controller's, listed only when the engine can do something: rule
   // files, or a controller for the webhook's actions.
   if (!opts_.rules.files.empty() || controller_)
-    collectors.push_back({"rules", std::make_unique<RulesCollector>(rules_)});
+    collectors.push_back({"rules", std::make_unique<RulesCollector>(
+                                      rules_, notifier_,
+                                      !opts_.rules.notifier.alertmanagerUrls.empty())});
   collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
@@ -159,6 +181,7 @@ App::~App() {
   // The server first: no request may reach a part being torn down.
   server_.reset();
   if (rules_) rules_->stop();
+  if (notifier_) notifier_->stop();
   if (history_) history_->stop();
   if (controller_) controller_->stop();
 }
@@ -254,8 +277,24 @@ void App::buildRules() {
   rules::ManagerOptions mo;
   mo.files = opts_.rules.files;
   mo.defaultIntervalMs = opts_.rules.evaluationIntervalMs;
+  mo.externalLabels = opts_.rules.externalLabels;
   rules::ManagerBackend be;
   be.actions = ruleActions_.get();
+  if (!opts_.rules.notifier.alertmanagerUrls.empty()) {
+    auto no = opts_.rules.notifier;
+    no.externalLabels = opts_.rules.externalLabels;
+    if (no.externalUrl.empty()) no.externalUrl = defaultExternalUrl(opts_.listenAddress);
+    auto n = rules::Notifier::create(std::move(no));
+    if (!n.ok()) throw std::invalid_argument("--rules.alertmanager-url: " + n.error().message());
+    notifier_ = std::move(*n);
+    notifier_->start();
+    be.notify = [n = notifier_.get()](rules::Rule& r, int64_t t, int64_t iv) {
+      n->notifyRule(r, t, iv);
+    };
+    std::string urls;
+    for (const auto& u : opts_.rules.notifier.alertmanagerUrls) urls += (urls.empty() ? "" : " ") + u;
+    log::info("sending alerts to Alertmanager", "urls=" + log::quote(urls));
+  }
   if (history_) {
     history::History* h = history_.get();
     be.storage = h;

@@ -67,6 +67,8 @@ class App {
   history::History* history() { return history_.get(); }
   rules::Manager& rules() { return *rules_; }
   rules::Actions& ruleActions() { return *ruleActions_; }
+  /// Null without --rules.alertmanager-url.
+  rules::Notifier* notifier() { return notifier_.get(); }
   /// Reloads --rules.file (SIGHUP); false when a file is bad (old rules kept).
   bool reloadRules();
   int port() const { return server_->port(); }
@@ -96,6 +98,7 @@ class App {
   std::unique_ptr<promql::MemoryStorage> ruleStorage_;
   std::vector<history::SelectionId> ruleSelections_;
   std::mutex ruleSelectionsMu_;
+  std::unique_ptr<rules::Notifier> notifier_;  ///< --rules.alertmanager-url; before rules_
   std::unique_ptr<rules::Manager> rules_;
   std::unique_ptr<rules::RulesApi> rulesApi_;
   http::Routes routes_;

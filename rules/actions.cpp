@@ -99,14 +99,16 @@ std::string Actions::count(const std::string& rule, const char* action, const st
   return result;
 }
 
-std::string Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs) {
+std::string Actions::firing(const promql::Labels& labels, Source src, int64_t nowMs,
+                            int64_t nextEvalMs) {
   if (promql::labelValue(labels, "action") != "protect") return {};
   const std::string rule(promql::labelValue(labels, "alertname"));
   const std::string cgroup(promql::labelValue(labels, "cgroup"));
   std::lock_guard<std::mutex> g(mu_);
   auto it = owned_.find(cgroup);
+  const int64_t firingUntil = std::max(nowMs, nextEvalMs);
   if (it != owned_.end()) {
-    it->second.lastFiringMs = nowMs;
+    it->second.lastFiringMs = firingUntil;
     it->second.resolvedMs = 0;
     return "held";
   }
@@ -134,7 +136,7 @@ std::string Actions::firing(const promql::Labels& labels, Source src, int64_t no
                          e->kind == controller::ErrorKind::kBadInput;
     return count(rule, "protect", refused ? "refused" : "error", cgroup, e->message);
   }
-  owned_[cgroup] = Owned{rule, src, nowMs, 0};
+  owned_[cgroup] = Owned{rule, src, firingUntil, 0};
   lastResult_.erase(fp(rule, cgroup) + "\x1funprotect");
   return count(rule, "protect", "ok", cgroup, {});
 }
@@ -158,7 +160,9 @@ void Actions::tick(int64_t nowMs) {
     // fired; from Alertmanager only a resolved notification starts the hold.
     int64_t since = o.resolvedMs ? o.resolvedMs
                                  : (o.source == Source::kRules ? o.lastFiringMs : 0);
-    if (since == 0 || nowMs - since < opts_.holdMs) {
+    // Still firing as of this tick (hold 0): kept.
+    const bool firingNow = o.resolvedMs == 0 && o.source == Source::kRules && nowMs <= o.lastFiringMs;
+    if (since == 0 || firingNow || nowMs - since < opts_.holdMs) {
       ++it;
       continue;
     }

@@ -65,7 +65,11 @@ class Actions {
   /// A firing alert (labels with alertname, action, cgroup, margins). Returns
   /// the result: ok, held (already protected by an alert), exists, refused,
   /// skipped, error; "" when the alert has no action.
-  std::string firing(const promql::Labels& labels, Source src, int64_t nowMs);
+  /// `nextEvalMs` (rules): until when the alert counts as firing without
+  /// news, its group's next evaluation; the hold counts from then, so a
+  /// short hold (even 0) does not drop a protection between evaluations.
+  std::string firing(const promql::Labels& labels, Source src, int64_t nowMs,
+                     int64_t nextEvalMs = 0);
   /// A resolved alert: its hold starts (Alertmanager) / is noted (rules).
   void resolved(const promql::Labels& labels, Source src, int64_t nowMs);
   /// Removes the protections whose hold has passed.
@@ -79,7 +83,7 @@ class Actions {
   struct Owned {
     std::string rule;
     Source source = Source::kRules;
-    int64_t lastFiringMs = 0;
+    int64_t lastFiringMs = 0;  ///< the later of the last firing and its next evaluation
     int64_t resolvedMs = 0;  ///< 0 while firing
   };
   std::string count(const std::string& rule, const char* action, const std::string& result,

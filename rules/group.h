@@ -53,6 +53,7 @@ struct Alert {
   int64_t firedAtMs = 0;
   int64_t resolvedAtMs = 0;  ///< 0 while active
   int64_t keepFiringSinceMs = 0;
+  bool sent = false;        ///< notifier: sent to Alertmanager at least once
   int64_t lastSentMs = 0;   ///< notifier: last time sent to Alertmanager
   int64_t validUntilMs = 0; ///< notifier: the endsAt it was sent with
 };

@@ -1,6 +1,7 @@
 // The rule engine's lifecycle: loads --rules.file (globs), evaluates every
 // group at its interval on one thread (times aligned to multiples of the
-// interval), writes recording-rule output, ALERTS and ALERTS_FOR_STATE
+// interval, each run a quarter interval, at most 50 ms, after its time so the
+// history's sample of that tick is in), writes recording-rule output, ALERTS and ALERTS_FOR_STATE
 // through AppendFn, hands alerts with an action label to Actions, and
 // reloads (SIGHUP, POST /-/reload): an unchanged group keeps running as it
 // was; in a changed one, rules matched by name and labels keep their alert
@@ -42,8 +43,9 @@ struct ManagerBackend {
   /// Drops every selection made through select() (before a reload reselects).
   std::function<void()> unselectAll;
   Actions* actions = nullptr;                ///< may be null
-  /// Alerts of one evaluation, for the notifier (may be empty).
-  std::function<void(Rule& rule, int64_t nowMs)> notify;
+  /// After each evaluation of an alerting rule, for the notifier (may be
+  /// empty): the rule, the evaluation time and the group's interval.
+  std::function<void(Rule& rule, int64_t nowMs, int64_t intervalMs)> notify;
 };
 
 class Manager {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "promql/eval.h"
 #include "rules/rule_file.h"
 
 namespace memcg::rules {
@@ -18,7 +19,7 @@ int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min)
 }  // namespace
 
 FlagList rulesFlags(RulesOptions& o) {
-  return {
+  FlagList flags{
       {"rules.file",
        "Prometheus rule file to evaluate in-process (repeatable; globs)",
        false,
@@ -56,7 +57,21 @@ FlagList rulesFlags(RulesOptions& o) {
        false,
        [&o](const std::string& v) { o.actions.holdMs = durationFlag("rules.protect-hold", v, 0); },
        "10m"},
+      {"rules.external-label",
+       "name=value label of this node, added to the alerts sent to Alertmanager and seen by "
+       "templates as $externalLabels (repeatable)",
+       false,
+       [&o](const std::string& v) {
+         const size_t eq = v.find('=');
+         const std::string name = v.substr(0, eq);
+         if (eq == std::string::npos || !promql::detail::validLabelName(name) || eq + 1 == v.size())
+           throw std::invalid_argument("--rules.external-label: not name=value: " + v);
+         o.externalLabels[name] = v.substr(eq + 1);
+       },
+       ""},
   };
+  for (auto& f : notifierFlags(o.notifier)) flags.push_back(std::move(f));
+  return flags;
 }
 
 }  // namespace memcg::rules

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
-#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|promql|soak|all]
+#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|promql|rules|soak|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -40,6 +40,10 @@ fi
 if [[ $what == promql || $what == all ]]; then
   echo "== promql: our engine vs Prometheus 2.42 on the same data, 1,000 cgroups, 15 min at 1 s"
   BUILD_DIR=build bench/promql_bench.sh
+fi
+if [[ $what == rules || $what == all ]]; then
+  echo "== rules: condition-to-actuation latency in-process vs Prometheus + Alertmanager; rule CPU at 1,000 cgroups"
+  bench/rules_latency.sh build/exporter/memcg_exporter 10 30 1000 300
 fi
 if [[ $what == soak || $what == all ]]; then
   echo "== soak: everything on under scrapes, API calls and cgroup churn (MEMCG_SOAK_SECONDS, default 120)"

@@ -210,6 +210,22 @@ TEST(RulesActions, ProtectHoldUnprotect) {
   EXPECT_FALSE(t.prots.count("/w/a"));
 }
 
+TEST(RulesActions, HoldZeroKeepsAFiringAlertsProtectionUntilItsNextEvaluation) {
+  FakeTarget t;
+  Actions a(ActionOptions{"10%", "20%", 0}, &t);
+  // Group interval 100 ms: evaluated at 1000, next at 1100.
+  EXPECT_EQ(a.firing(alert("/w/a"), Actions::Source::kRules, 1000, 1100), "ok");
+  a.tick(1000);
+  a.tick(1050);  // between evaluations
+  EXPECT_TRUE(t.prots.count("/w/a"));
+  EXPECT_EQ(a.firing(alert("/w/a"), Actions::Source::kRules, 1100, 1200), "held");
+  a.tick(1100);
+  EXPECT_TRUE(t.prots.count("/w/a"));
+  a.resolved(alert("/w/a"), Actions::Source::kRules, 1200);  // stopped firing at 1200
+  a.tick(1200);
+  EXPECT_FALSE(t.prots.count("/w/a"));
+}
+
 TEST(RulesActions, AlertmanagerHoldStartsAtResolved) {
   FakeTarget t;
   Actions a(ActionOptions{"10%", "20%", 10000}, &t);

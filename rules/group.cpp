@@ -91,7 +91,8 @@ Result<std::vector<std::pair<Labels, double>>> Rule::eval(
     for (auto& [ls, v] : samples) {
       Labels l = ls;
       for (const auto& [n, val] : cfg_.labels) {
-        std::erase_if(l, [&](const Label& x) { return x.name == n; });
+        // Not [&]: clang 14 (the fuzz build) cannot capture a structured binding.
+        std::erase_if(l, [&name = n](const Label& x) { return x.name == name; });
         l.push_back({n, val});
       }
       l = withName(std::move(l), cfg_.name);
@@ -125,7 +126,7 @@ Result<std::vector<std::pair<Labels, double>>> Rule::eval(
     for (const auto& x : ls)
       if (x.name != promql::kMetricName) l.push_back(x);
     for (const auto& [n, text] : cfg_.labels) {
-      std::erase_if(l, [&](const Label& x) { return x.name == n; });
+      std::erase_if(l, [&name = n](const Label& x) { return x.name == name; });
       l.push_back({n, expand(text)});
     }
     std::erase_if(l, [](const Label& x) { return x.name == "alertname"; });

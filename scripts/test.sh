@@ -13,15 +13,12 @@
 #   fuzz   scripts/fuzz.sh: every libFuzzer target for $MEMCG_FUZZ_SECONDS
 #          (default 10) each
 # MEMCG_TEST_STAGES="main asan" picks stages (default: main). The asan, tsan
-# and fuzz stages are opt-in: they do not fit CI's 60 minutes on 2 cores next
-# to main. Measured on this 2-core machine (shared, load 9-14), cold ccache:
-# the main build ~27 min (memcg_exporter + http_server_test ~15, the other
-# targets ~12) and its tests 10-19 min; the tsan stage's 4 targets alone
-# ~40 min (~16 min on a quieter day). The asan stage was not timed end to end
-# here: it rebuilds every unit and live target instrumented, i.e. at least
-# the main build's ~27 min again, before its tests. So main + tsan is 45-85
-# min and main + asan over 60. Run them before merging threaded or parsing
-# changes:
+# and fuzz stages are opt-in for now. Measured on an otherwise idle 2-core
+# machine of CI's kind, one run of all four on a clean clone: main 755 s
+# (ccache warm; 550 tests in 520 s), tsan 160 s (35 tests in 6 s), asan
+# 767 s (a cold instrumented build of every unit and live target, then 515
+# tests in 91 s), fuzz 229 s (11 targets x 10 s). Run them before merging
+# threaded or parsing changes:
 #   MEMCG_TEST_STAGES="asan tsan fuzz" scripts/test.sh
 # Extra
 # arguments go to the main stage's ctest. Builds use ccache when it is
@@ -59,8 +56,12 @@ stage_asan() {
     -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
   cmake --build build-asan -j "$jobs"
   # detect_leaks: a leak fails the test too.
+  # Left out here, run by the main stage: the lock-contention storm asserts that
+  # the reader loses no event of ~10^6/s, which an instrumented reader cannot
+  # keep up with (874,023 lost under ASan in one run; 0 in the main build).
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|live'
+    ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|live' \
+    -E '^live\.LocksLive\.RstatContentionAgreesWithSecondInstance$'
 }
 # Measured here: building these 4 from a cold ccache 16-40 min on 2 busy
 # cores (40.4 min in the last run, load 9-14), the tests 6 s (34 tests).

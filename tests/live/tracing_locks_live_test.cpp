@@ -401,7 +401,9 @@ TEST_F(LocksLive, RstatContentionAgreesWithSecondInstance) {
         if (it != running.end()) running.erase(it);
         k->pid = -1;
         --left;
-        if (!killed) EXPECT_TRUE(w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+        if (!killed) {
+          EXPECT_TRUE(w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) << "status " << st;
+        }
       }
     }
     ++rounds;

@@ -172,6 +172,8 @@ Discovery::Discovery(DiscoveryOptions opts) : opts_(std::move(opts)) {
   auto layout = detectLayout(opts_.cgroupfsRoot, opts_.procfsRoot);
   if (!layout) throw std::invalid_argument(layout.error().message());
   layout_ = *layout;
+  if (layout_.mode != CgroupMode::kV2)
+    layout_.v1SwapAccounting = cgroupfs::v1SwapAccounting(layout_.memoryRoot);
 }
 
 bool Discovery::selected(const std::string& path) const {

@@ -58,6 +58,7 @@ struct MountLayout {
   CgroupMode mode = CgroupMode::kV1;
   std::string memoryRoot;   ///< mount point of the memory hierarchy
   std::string unifiedRoot;  ///< hybrid only: the cgroup2 mount point
+  bool v1SwapAccounting = false;  ///< v1 and hybrid: memory.memsw.* exist (probed once)
 };
 
 struct MountEntry {

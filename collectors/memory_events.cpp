@@ -11,7 +11,6 @@
 //     (high, max, fail). memory.events counts include descendants; .local
 //     counts only the cgroup itself. Each key has its own *_total name; a key
 //     this table does not know is exported by the same rule.
-#include <atomic>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -142,7 +141,7 @@ class MemoryEventsCollector : public Collector {
     // kernel's swap accounting is off for is never opened.
     const bool events = v2 && events_.wanted(ctx), local = v2 && local_.wanted(ctx),
                swap = v2 && swap_.wanted(ctx);
-    const bool memsw = !v2 && swapAccounting(ctx.tree.layout.memoryRoot);
+    const bool memsw = !v2 && ctx.tree.layout.v1SwapAccounting;
     std::vector<char> on(failcnt_.size(), 0);
     for (size_t i = 0; !v2 && i < failcnt_.size(); ++i) {
       const auto g = failcnt_[i].group;
@@ -216,18 +215,7 @@ class MemoryEventsCollector : public Collector {
     if (oomKill) events_.addOomKill(sink, cg, static_cast<double>(*oomKill));
   }
 
-  /// v1 swap accounting (cgroupfs::v1SwapAccounting), probed once.
-  bool swapAccounting(const std::string& root) {
-    int v = swapAccounting_.load(std::memory_order_relaxed);
-    if (v < 0) {
-      v = cgroupfs::v1SwapAccounting(root) ? 1 : 0;
-      swapAccounting_.store(v, std::memory_order_relaxed);
-    }
-    return v == 1;
-  }
-
   const bool kmemTcp_;
-  std::atomic<int> swapAccounting_{-1};  // -1: not probed yet
   EventsFile events_, local_, swap_;
   std::deque<metrics::Desc> descs_;
   struct Failcnt {

@@ -16,7 +16,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 
 #include "collectors/cgroupfs/readers.h"
 #include "collectors/collector.h"
@@ -94,7 +93,7 @@ class MemoryUsageCollector : public Collector {
         if (ctx.wants(*r.desc)) rows.push_back(&r);
       }
     } else {
-      const bool memsw = memsw_ && swapAccounting(ctx.tree.layout.memoryRoot);
+      const bool memsw = memsw_ && ctx.tree.layout.v1SwapAccounting;
       for (const Row& r : v1_) {
         if ((r.group == Row::kMemsw && !memsw) || (r.group == Row::kKmem && !kmem_)) continue;
         if (ctx.wants(*r.desc)) rows.push_back(&r);
@@ -141,16 +140,6 @@ class MemoryUsageCollector : public Collector {
   }
 
  private:
-  /// v1 swap accounting (cgroupfs::v1SwapAccounting), probed once.
-  bool swapAccounting(const std::string& root) {
-    int v = swapAccounting_.load(std::memory_order_relaxed);
-    if (v < 0) {
-      v = cgroupfs::v1SwapAccounting(root) ? 1 : 0;
-      swapAccounting_.store(v, std::memory_order_relaxed);
-    }
-    return v == 1;
-  }
-
   static void fail(ScrapeContext& ctx, const Cgroup& cg, FileId f, Error e) {
     e.path = cg.dir->path() + "/" + std::string(cgroupfs::fileName(f));
     ctx.fail(std::move(e));
@@ -158,7 +147,6 @@ class MemoryUsageCollector : public Collector {
 
   const bool kmem_;
   const bool memsw_;
-  std::atomic<int> swapAccounting_{-1};  // -1: not probed yet
   std::deque<metrics::Desc> descs_;
   std::vector<Row> v1_, v2_;
 };

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "metrics/descriptors.h"
 #include "promql/lexer.h"
 #include "promql/parser.h"
 
@@ -18,21 +19,15 @@ namespace {
 
 using nlohmann::json;
 
-const metrics::Desc kQueries{"memcg_exporter_history_api_requests_total",
-                             "Query API requests, by endpoint.",
-                             metrics::Type::kCounter,
-                             {"endpoint"},
-                             {}};
-const metrics::Desc kErrors{"memcg_exporter_history_api_errors_total",
-                            "Query API requests answered with an error, by endpoint.",
-                            metrics::Type::kCounter,
-                            {"endpoint"},
-                            {}};
-const metrics::Desc kSeconds{"memcg_exporter_history_api_duration_seconds_total",
-                             "Time spent answering query API requests, by endpoint.",
-                             metrics::Type::kCounter,
-                             {"endpoint"},
-                             {}};
+const metrics::Desc kQueries =
+    metrics::nodeCounter("memcg_exporter_history_api_requests_total",
+                         "Query API requests, by endpoint.", {"endpoint"});
+const metrics::Desc kErrors = metrics::nodeCounter(
+    "memcg_exporter_history_api_errors_total",
+    "Query API requests answered with an error, by endpoint.", {"endpoint"});
+const metrics::Desc kSeconds = metrics::nodeCounter(
+    "memcg_exporter_history_api_duration_seconds_total",
+    "Time spent answering query API requests, by endpoint.", {"endpoint"});
 
 constexpr const char* kEndpoints[] = {"query",     "query_range",    "series",
                                       "labels",    "label_values",   "metadata",

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "history/chunk.h"
+#include "metrics/descriptors.h"
 #include "promql/parser.h"
 
 namespace memcg::history {
@@ -19,47 +20,27 @@ using promql::Label;
 using promql::Labels;
 using promql::Matcher;
 
-const metrics::Desc kSeries{
-    "memcg_exporter_history_series",
-    "Series held by the history (live and ended, within retention).",
-    metrics::Type::kGauge,
-    {},
-    {}};
-const metrics::Desc kSamples{"memcg_exporter_history_samples",
-                             "Samples held by the history.",
-                             metrics::Type::kGauge,
-                             {},
-                             {}};
-const metrics::Desc kBytes{"memcg_exporter_history_bytes",
-                           "Bytes of compressed sample chunks held by the history.",
-                           metrics::Type::kGauge,
-                           {},
-                           {}};
-const metrics::Desc kRefused{"memcg_exporter_history_series_refused_total",
-                             "New series refused because of --history.series-limit.",
-                             metrics::Type::kCounter,
-                             {},
-                             {}};
-const metrics::Desc kAppended{"memcg_exporter_history_samples_appended_total",
-                              "Samples appended to the history.",
-                              metrics::Type::kCounter,
-                              {},
-                              {}};
-const metrics::Desc kPass{"memcg_exporter_history_sampler_duration_seconds",
-                          "Time the history sampler's last pass took.",
-                          metrics::Type::kGauge,
-                          {},
-                          {}};
-const metrics::Desc kPassTotal{"memcg_exporter_history_sampler_seconds_total",
-                               "Time the history sampler's passes took, in all.",
-                               metrics::Type::kCounter,
-                               {},
-                               {}};
-const metrics::Desc kPasses{"memcg_exporter_history_sampler_passes_total",
-                            "History sampler passes.",
-                            metrics::Type::kCounter,
-                            {},
-                            {}};
+const metrics::Desc kSeries =
+    metrics::nodeGauge("memcg_exporter_history_series",
+                       "Series held by the history (live and ended, within retention).");
+const metrics::Desc kSamples =
+    metrics::nodeGauge("memcg_exporter_history_samples", "Samples held by the history.");
+const metrics::Desc kBytes =
+    metrics::nodeGauge("memcg_exporter_history_bytes",
+                       "Bytes of compressed sample chunks held by the history.");
+const metrics::Desc kRefused =
+    metrics::nodeCounter("memcg_exporter_history_series_refused_total",
+                         "New series refused because of --history.series-limit.");
+const metrics::Desc kAppended = metrics::nodeCounter(
+    "memcg_exporter_history_samples_appended_total", "Samples appended to the history.");
+const metrics::Desc kPass =
+    metrics::nodeGauge("memcg_exporter_history_sampler_duration_seconds",
+                       "Time the history sampler's last pass took.");
+const metrics::Desc kPassTotal =
+    metrics::nodeCounter("memcg_exporter_history_sampler_seconds_total",
+                         "Time the history sampler's passes took, in all.");
+const metrics::Desc kPasses = metrics::nodeCounter(
+    "memcg_exporter_history_sampler_passes_total", "History sampler passes.");
 
 constexpr int64_t kWalkEveryMs = 5000;
 

@@ -5,20 +5,20 @@
 #include <tuple>
 
 #include "common/log.h"
+#include "metrics/descriptors.h"
 
 namespace memcg::rules {
 namespace {
 
-const metrics::Desc kActionsDesc{"memcg_exporter_rule_actions_total",
-                                 "Actions of alerts with an action label (rules engine and "
-                                 "Alertmanager webhook), by rule, action and result (ok, exists, "
-                                 "refused, skipped, error).",
-                                 metrics::Type::kCounter,
-                                 {"rule", "action", "result"}, {}};
-const metrics::Desc kOwnedDesc{"memcg_exporter_rule_protections",
-                               "Cgroups protected by alert actions now (hand-made ones excluded).",
-                               metrics::Type::kGauge,
-                               {}, {}};
+const metrics::Desc kActionsDesc =
+    metrics::nodeCounter("memcg_exporter_rule_actions_total",
+                         "Actions of alerts with an action label (rules engine and "
+                         "Alertmanager webhook), by rule, action and result (ok, exists, "
+                         "refused, skipped, error).",
+                         {"rule", "action", "result"});
+const metrics::Desc kOwnedDesc = metrics::nodeGauge(
+    "memcg_exporter_rule_protections",
+    "Cgroups protected by alert actions now (hand-made ones excluded).");
 
 /// A cgroup label the actions may act on: "/a/b", no "." or ".." component,
 /// no empty component, not the root.
@@ -35,11 +35,14 @@ bool cgroupLabelOk(std::string_view c, std::string& why) {
       return why = "cgroup label has an empty, '.' or '..' component", false;
     i = j + 1;
   }
-  if (c.find('\0') != std::string_view::npos) return why = "cgroup label has a NUL", false;
+  if (c.find('\0') != std::string_view::npos)
+    return why = "cgroup label has a NUL", false;
   return true;
 }
 
-std::string fp(const std::string& rule, const std::string& cgroup) { return rule + "\x1f" + cgroup; }
+std::string fp(const std::string& rule, const std::string& cgroup) {
+  return rule + "\x1f" + cgroup;
+}
 
 }  // namespace
 
@@ -50,7 +53,8 @@ Status parseMargin(std::string_view text, bool start, controller::Protection& p)
   double num = 0;
   auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), num);
   if (ec != std::errc() || ptr == t.data() || !(num >= 0) || std::isinf(num))
-    return makeError(EINVAL, "margin", "margin \"" + std::string(text) + "\" is not a number with a unit");
+    return makeError(EINVAL, "margin",
+                     "margin \"" + std::string(text) + "\" is not a number with a unit");
   std::string_view unit = t.substr(static_cast<size_t>(ptr - t.data()));
   if (unit == "%") {
     if (!(num > 0 && num < 100))
@@ -60,18 +64,24 @@ Status parseMargin(std::string_view text, bool start, controller::Protection& p)
     return Ok{};
   }
   static const std::pair<std::string_view, double> kUnits[] = {
-      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024},
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1024.0},
+      {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024},
       {"TiB", 1024.0 * 1024 * 1024 * 1024}};
   for (const auto& [u, mul] : kUnits) {
     if (unit != u) continue;
     double bytes = std::floor(num * mul);
-    if (bytes < 1 || bytes > 9.2e18) return makeError(EINVAL, "margin", "margin out of range");
+    if (bytes < 1 || bytes > 9.2e18)
+      return makeError(EINVAL, "margin", "margin out of range");
     (start ? p.startMarginBytes : p.targetMarginBytes) = static_cast<uint64_t>(bytes);
     (start ? p.startMarginPercent : p.targetMarginPercent) = 0;
     return Ok{};
   }
-  return makeError(EINVAL, "margin",
-                   "margin \"" + std::string(text) + "\": unit must be B, KiB, MiB, GiB, TiB or %");
+  return makeError(
+      EINVAL, "margin",
+      "margin \"" + std::string(text) + "\": unit must be B, KiB, MiB, GiB, TiB or %");
 }
 
 Actions::Actions(ActionOptions opts, ProtectTarget* target)
@@ -83,19 +93,22 @@ Actions::Actions(ActionOptions opts, ProtectTarget* target)
     throw std::invalid_argument("--rules.default-target-margin: " + s.error().detail);
 }
 
-std::string Actions::count(const std::string& rule, const char* action, const std::string& result,
-                    const std::string& cgroup, const std::string& why) {
+std::string Actions::count(const std::string& rule, const char* action,
+                           const std::string& result, const std::string& cgroup,
+                           const std::string& why) {
   // Once per change of (rule, cgroup) result: an alert firing at every
   // evaluation is one action, not one per evaluation.
   auto& last = lastResult_[fp(rule, cgroup) + "\x1f" + action];
   if (last == result) return result;
   last = result;
   ++counts_[{rule, action, result}];
-  std::string kv = "rule=" + log::quote(rule) + " action=" + action + " cgroup=" +
-                   log::quote(cgroup) + " result=" + result;
+  std::string kv = "rule=" + log::quote(rule) + " action=" + action +
+                   " cgroup=" + log::quote(cgroup) + " result=" + result;
   if (!why.empty()) kv += " reason=" + log::quote(why);
-  if (result == "ok" || result == "exists") log::info("rule action", kv);
-  else log::warn("rule action not applied", kv);
+  if (result == "ok" || result == "exists")
+    log::info("rule action", kv);
+  else
+    log::warn("rule action not applied", kv);
   return result;
 }
 
@@ -118,7 +131,8 @@ std::string Actions::firing(const promql::Labels& labels, Source src, int64_t no
   if (!target_->known(cgroup))
     return count(rule, "protect", "refused", cgroup, "no such cgroup in discovery");
   if (!target_->allowed(cgroup))
-    return count(rule, "protect", "refused", cgroup, "cgroup does not match --controller.allow");
+    return count(rule, "protect", "refused", cgroup,
+                 "cgroup does not match --controller.allow");
   if (target_->isProtected(cgroup))
     return count(rule, "protect", "exists", cgroup, "already protected (not by a rule)");
   controller::Protection p;
@@ -127,8 +141,10 @@ std::string Actions::firing(const promql::Labels& labels, Source src, int64_t no
   std::string_view tm = promql::labelValue(labels, "target_margin");
   if (auto s = parseMargin(sm.empty() ? opts_.defaultStartMargin : sm, true, p); !s.ok())
     return count(rule, "protect", "refused", cgroup, "start_margin: " + s.error().detail);
-  if (auto s = parseMargin(tm.empty() ? opts_.defaultTargetMargin : tm, false, p); !s.ok())
-    return count(rule, "protect", "refused", cgroup, "target_margin: " + s.error().detail);
+  if (auto s = parseMargin(tm.empty() ? opts_.defaultTargetMargin : tm, false, p);
+      !s.ok())
+    return count(rule, "protect", "refused", cgroup,
+                 "target_margin: " + s.error().detail);
   auto e = target_->protect(p);
   if (e) {
     const bool refused = e->kind == controller::ErrorKind::kForbidden ||
@@ -158,10 +174,11 @@ void Actions::tick(int64_t nowMs) {
     Owned& o = it->second;
     // From the engine, an alert that stopped firing is resolved since it last
     // fired; from Alertmanager only a resolved notification starts the hold.
-    int64_t since = o.resolvedMs ? o.resolvedMs
-                                 : (o.source == Source::kRules ? o.lastFiringMs : 0);
+    int64_t since =
+        o.resolvedMs ? o.resolvedMs : (o.source == Source::kRules ? o.lastFiringMs : 0);
     // Still firing as of this tick (hold 0): kept.
-    const bool firingNow = o.resolvedMs == 0 && o.source == Source::kRules && nowMs <= o.lastFiringMs;
+    const bool firingNow =
+        o.resolvedMs == 0 && o.source == Source::kRules && nowMs <= o.lastFiringMs;
     if (since == 0 || firingNow || nowMs - since < opts_.holdMs) {
       ++it;
       continue;
@@ -171,8 +188,9 @@ void Actions::tick(int64_t nowMs) {
     if (!target_) continue;
     auto e = target_->unprotect(cgroup);
     // Not protected any more (removed by hand, or the cgroup went): nothing to undo.
-    const std::string result =
-        !e ? "ok" : e->kind == controller::ErrorKind::kNotFound ? "gone" : "error";
+    const std::string result = !e                                            ? "ok"
+                               : e->kind == controller::ErrorKind::kNotFound ? "gone"
+                                                                             : "error";
     count(rule, "unprotect", result, cgroup, e ? e->message : "");
     lastResult_.erase(fp(rule, cgroup) + "\x1fprotect");
   }
@@ -196,11 +214,14 @@ void Actions::collect(metrics::Sink& sink) const {
   std::lock_guard<std::mutex> g(mu_);
   auto& f = sink.family(kActionsDesc);
   for (const auto& [k, n] : counts_)
-    f.add({sink.keep(std::get<0>(k)), sink.keep(std::get<1>(k)), sink.keep(std::get<2>(k))},
-          static_cast<double>(n));
+    f.add(
+        {sink.keep(std::get<0>(k)), sink.keep(std::get<1>(k)), sink.keep(std::get<2>(k))},
+        static_cast<double>(n));
   sink.add(kOwnedDesc, {}, static_cast<double>(owned_.size()));
 }
 
-std::vector<const metrics::Desc*> Actions::describe() { return {&kActionsDesc, &kOwnedDesc}; }
+std::vector<const metrics::Desc*> Actions::describe() {
+  return {&kActionsDesc, &kOwnedDesc};
+}
 
 }  // namespace memcg::rules

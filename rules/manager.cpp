@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "metrics/descriptors.h"
 
 namespace memcg::rules {
 namespace {
@@ -15,32 +16,32 @@ int64_t nowMs() {
       .count();
 }
 
-const metrics::Desc kReloadOk{"memcg_exporter_rules_config_last_reload_successful",
-                              "1 when the last load of the rule files succeeded.",
-                              metrics::Type::kGauge, {}, {}};
-const metrics::Desc kReloadTime{"memcg_exporter_rules_config_last_reload_success_timestamp_seconds",
-                                "When the rule files were last loaded successfully.",
-                                metrics::Type::kGauge, {}, {}};
-const metrics::Desc kEvalDuration{"memcg_exporter_rule_group_last_duration_seconds",
-                                  "Duration of the last evaluation of each rule group.",
-                                  metrics::Type::kGauge, {"rule_group"}, {}};
-const metrics::Desc kEvalTime{"memcg_exporter_rule_group_last_evaluation_timestamp_seconds",
-                              "When each rule group was last evaluated.",
-                              metrics::Type::kGauge, {"rule_group"}, {}};
-const metrics::Desc kEvals{"memcg_exporter_rule_evaluations_total",
-                           "Evaluations of each rule group.", metrics::Type::kCounter,
-                           {"rule_group"}, {}};
-const metrics::Desc kFailures{"memcg_exporter_rule_evaluation_failures_total",
-                              "Rule evaluations that failed, by group.", metrics::Type::kCounter,
-                              {"rule_group"}, {}};
-const metrics::Desc kMissed{"memcg_exporter_rule_group_iterations_missed_total",
-                            "Group evaluations skipped because one ran past the next.",
-                            metrics::Type::kCounter, {"rule_group"}, {}};
-const metrics::Desc kInterval{"memcg_exporter_rule_group_interval_seconds",
-                              "The interval of each rule group.", metrics::Type::kGauge,
-                              {"rule_group"}, {}};
-const metrics::Desc kAlerts{"memcg_exporter_alerts", "Active alerts by state.",
-                            metrics::Type::kGauge, {"state"}, {}};
+const metrics::Desc kReloadOk =
+    metrics::nodeGauge("memcg_exporter_rules_config_last_reload_successful",
+                       "1 when the last load of the rule files succeeded.");
+const metrics::Desc kReloadTime = metrics::nodeGauge(
+    "memcg_exporter_rules_config_last_reload_success_timestamp_seconds",
+    "When the rule files were last loaded successfully.");
+const metrics::Desc kEvalDuration = metrics::nodeGauge(
+    "memcg_exporter_rule_group_last_duration_seconds",
+    "Duration of the last evaluation of each rule group.", {"rule_group"});
+const metrics::Desc kEvalTime =
+    metrics::nodeGauge("memcg_exporter_rule_group_last_evaluation_timestamp_seconds",
+                       "When each rule group was last evaluated.", {"rule_group"});
+const metrics::Desc kEvals =
+    metrics::nodeCounter("memcg_exporter_rule_evaluations_total",
+                         "Evaluations of each rule group.", {"rule_group"});
+const metrics::Desc kFailures =
+    metrics::nodeCounter("memcg_exporter_rule_evaluation_failures_total",
+                         "Rule evaluations that failed, by group.", {"rule_group"});
+const metrics::Desc kMissed = metrics::nodeCounter(
+    "memcg_exporter_rule_group_iterations_missed_total",
+    "Group evaluations skipped because one ran past the next.", {"rule_group"});
+const metrics::Desc kInterval =
+    metrics::nodeGauge("memcg_exporter_rule_group_interval_seconds",
+                       "The interval of each rule group.", {"rule_group"});
+const metrics::Desc kAlerts =
+    metrics::nodeGauge("memcg_exporter_alerts", "Active alerts by state.", {"state"});
 
 /// A group's evaluation for time T runs at T + lag: the history samples on
 /// the same multiples of the interval and stamps a pass with its tick, so
@@ -62,7 +63,8 @@ Manager::Manager(ManagerOptions opts, ManagerBackend backend)
   engine_ = promql::Engine(eo);
 }
 
-Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions opts, ManagerBackend backend) {
+Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions opts,
+                                                 ManagerBackend backend) {
   auto cfgs = loadRuleFiles(opts.files);
   if (!cfgs.ok()) return cfgs.error();
   std::unique_ptr<Manager> m(new Manager(std::move(opts), std::move(backend)));
@@ -85,7 +87,8 @@ void Manager::install(std::vector<GroupConfig> cfgs) {
         fresh.push_back(it->second);  // unchanged: keeps running as it was
         continue;
       }
-      auto ng = std::make_shared<Group>(std::move(c), opts_.defaultIntervalMs, opts_.externalLabels);
+      auto ng = std::make_shared<Group>(std::move(c), opts_.defaultIntervalMs,
+                                        opts_.externalLabels);
       if (it != old.end()) ng->copyStateFrom(*it->second);
       fresh.push_back(std::move(ng));
     }
@@ -116,7 +119,8 @@ Status Manager::reload() {
     lastReloadOk_ = false;
     ++reloadFailures_;
     log::error("rules reload failed, keeping the old rules",
-               "file=" + log::quote(cfgs.error().path) + " err=" + log::quote(cfgs.error().detail));
+               "file=" + log::quote(cfgs.error().path) +
+                   " err=" + log::quote(cfgs.error().detail));
     return cfgs.error();
   }
   size_t n = cfgs->size();
@@ -134,7 +138,8 @@ void Manager::start() {
     stop_ = false;
   }
   thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "memcg-rules");  // its CPU is found by name (bench)
+    pthread_setname_np(pthread_self(),
+                       "memcg-rules");  // its CPU is found by name (bench)
     loop();
   });
 }
@@ -155,8 +160,10 @@ void Manager::evalGroup(Group& g, int64_t t) {
     if (backend_.actions) {
       for (const auto& a : r->alerts()) {
         if (a.state == AlertState::kFiring)
-          backend_.actions->firing(a.labels, Actions::Source::kRules, t, t + g.intervalMs());
-        else if (a.state == AlertState::kInactive) backend_.actions->resolved(a.labels, Actions::Source::kRules, t);
+          backend_.actions->firing(a.labels, Actions::Source::kRules, t,
+                                   t + g.intervalMs());
+        else if (a.state == AlertState::kInactive)
+          backend_.actions->resolved(a.labels, Actions::Source::kRules, t);
       }
     }
     if (backend_.notify) backend_.notify(*r, t, g.intervalMs());
@@ -202,7 +209,8 @@ void Manager::loop() {
     if (due.empty() && backend_.actions) backend_.actions->tick(now);
     lk.lock();
     if (!due.empty() || stop_ || changed_) continue;
-    cv_.wait_until(lk, std::chrono::system_clock::time_point(std::chrono::milliseconds(wake)),
+    cv_.wait_until(lk,
+                   std::chrono::system_clock::time_point(std::chrono::milliseconds(wake)),
                    [&] { return stop_ || changed_; });
   }
 }
@@ -269,8 +277,9 @@ void Manager::collect(metrics::Sink& sink) const {
 }
 
 std::vector<const metrics::Desc*> Manager::describe() {
-  std::vector<const metrics::Desc*> v{&kReloadOk, &kReloadTime, &kEvalDuration, &kEvalTime, &kEvals,
-                                      &kFailures, &kMissed,    &kInterval,     &kAlerts};
+  std::vector<const metrics::Desc*> v{&kReloadOk, &kReloadTime, &kEvalDuration,
+                                      &kEvalTime, &kEvals,      &kFailures,
+                                      &kMissed,   &kInterval,   &kAlerts};
   for (auto* d : Actions::describe()) v.push_back(d);
   return v;
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "metrics/descriptors.h"
 #include "rules/rule_file.h"
 
 namespace memcg::rules {
@@ -13,53 +14,28 @@ namespace {
 
 constexpr size_t kMaxBatch = 64;  // Prometheus' maxBatchSize
 
-const metrics::Desc kSent{
+const metrics::Desc kSent = metrics::nodeCounter(
     "memcg_exporter_notifications_sent_total",
-    "Alerts posted to each Alertmanager (also the ones that failed).",
-    metrics::Type::kCounter,
-    {"alertmanager"},
-    {}};
-const metrics::Desc kErrors{
+    "Alerts posted to each Alertmanager (also the ones that failed).", {"alertmanager"});
+const metrics::Desc kErrors = metrics::nodeCounter(
     "memcg_exporter_notifications_errors_total",
     "Posts to each Alertmanager that failed (transport, timeout, not 2xx).",
-    metrics::Type::kCounter,
-    {"alertmanager"},
-    {}};
-const metrics::Desc kDropped{
+    {"alertmanager"});
+const metrics::Desc kDropped = metrics::nodeCounter(
     "memcg_exporter_notifications_dropped_total",
-    "Alerts dropped: queue full, or no Alertmanager took their batch.",
-    metrics::Type::kCounter,
-    {},
-    {}};
-const metrics::Desc kQueueLength{"memcg_exporter_notifications_queue_length",
-                                 "Alerts waiting to be sent.",
-                                 metrics::Type::kGauge,
-                                 {},
-                                 {}};
-const metrics::Desc kQueueCapacity{"memcg_exporter_notifications_queue_capacity",
-                                   "Capacity of the alert queue.",
-                                   metrics::Type::kGauge,
-                                   {},
-                                   {}};
-const metrics::Desc kAlertmanagers{
-    "memcg_exporter_notifications_alertmanagers_discovered",
-    "Alertmanagers alerts are sent to.",
-    metrics::Type::kGauge,
-    {},
-    {}};
+    "Alerts dropped: queue full, or no Alertmanager took their batch.");
+const metrics::Desc kQueueLength = metrics::nodeGauge(
+    "memcg_exporter_notifications_queue_length", "Alerts waiting to be sent.");
+const metrics::Desc kQueueCapacity = metrics::nodeGauge(
+    "memcg_exporter_notifications_queue_capacity", "Capacity of the alert queue.");
+const metrics::Desc kAlertmanagers =
+    metrics::nodeGauge("memcg_exporter_notifications_alertmanagers_discovered",
+                       "Alertmanagers alerts are sent to.");
 
 nlohmann::json labelObject(const promql::Labels& ls) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& l : ls) j[l.name] = l.value;
   return j;
-}
-
-int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min) {
-  auto d = parseDurationMs(v);
-  if (!d.ok() || *d < min)
-    throw std::invalid_argument("--" + flag + ": not a duration of at least " +
-                                formatDuration(min) + ": " + v);
-  return *d;
 }
 
 }  // namespace

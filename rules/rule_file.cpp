@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/file.h"
 #include "promql/lexer.h"
@@ -50,8 +51,17 @@ Result<int64_t> parseDurationMs(std::string_view s) {
   int64_t ms = 0;
   if (s == "0") return ms;
   if (!promql::parseDurationMs(s, ms))
-    return makeError(EINVAL, "duration", "not a valid duration string: \"" + std::string(s) + "\"");
+    return makeError(EINVAL, "duration",
+                     "not a valid duration string: \"" + std::string(s) + "\"");
   return ms;
+}
+
+int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min) {
+  auto d = parseDurationMs(v);
+  if (!d.ok() || *d < min)
+    throw std::invalid_argument("--" + flag + ": not a duration of at least " +
+                                formatDuration(min) + ": " + v);
+  return *d;
 }
 
 std::string formatDuration(int64_t ms) {
@@ -78,14 +88,15 @@ std::string formatDuration(int64_t ms) {
 
 std::string RuleConfig::key() const {
   std::ostringstream k;
-  k << (alerting ? "alert\x1f" : "record\x1f") << name << '\x1f' << exprText << '\x1f' << forMs
-    << '\x1f' << keepFiringForMs;
+  k << (alerting ? "alert\x1f" : "record\x1f") << name << '\x1f' << exprText << '\x1f'
+    << forMs << '\x1f' << keepFiringForMs;
   for (const auto& [n, v] : labels) k << '\x1f' << n << '=' << v;
   for (const auto& [n, v] : annotations) k << '\x1e' << n << '=' << v;
   return k.str();
 }
 
-Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const std::string& path) {
+Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text,
+                                               const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -98,7 +109,8 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
   if (!root.IsMap()) return makeError(EINVAL, path, "not a map with a groups: key");
   for (const auto& kv : root) {
     if (kv.first.as<std::string>() != "groups")
-      errs.push_back("field " + kv.first.as<std::string>() + " not found in type rulefmt.RuleGroups");
+      errs.push_back("field " + kv.first.as<std::string>() +
+                     " not found in type rulefmt.RuleGroups");
   }
   YAML::Node gs = root["groups"];
   if (gs && !gs.IsNull() && !gs.IsSequence()) errs.push_back("groups must be a list");
@@ -120,12 +132,17 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
       }
       gc.name = scalarText(g["name"]);
       std::string where = "group \"" + gc.name + "\"";
-      if (gc.name.empty()) errs.push_back("group " + std::to_string(gi + 1) + ": groupname must not be empty");
-      else if (!names.insert(gc.name).second) errs.push_back(where + ": repeated in the same file");
+      if (gc.name.empty())
+        errs.push_back("group " + std::to_string(gi + 1) +
+                       ": groupname must not be empty");
+      else if (!names.insert(gc.name).second)
+        errs.push_back(where + ": repeated in the same file");
       if (g["interval"]) {
         auto d = parseDurationMs(scalarText(g["interval"]));
-        if (!d.ok()) errs.push_back(where + ": interval: " + d.error().detail);
-        else gc.intervalMs = *d;
+        if (!d.ok())
+          errs.push_back(where + ": interval: " + d.error().detail);
+        else
+          gc.intervalMs = *d;
       }
       if (g["limit"]) {
         try {
@@ -135,7 +152,8 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
         }
       }
       const YAML::Node rs = g["rules"];
-      if (rs && !rs.IsNull() && !rs.IsSequence()) errs.push_back(where + ": rules must be a list");
+      if (rs && !rs.IsNull() && !rs.IsSequence())
+        errs.push_back(where + ": rules must be a list");
       for (size_t ri = 0; rs && rs.IsSequence() && ri < rs.size(); ++ri) {
         const YAML::Node& r = rs[ri];
         std::string rw = where + ", rule " + std::to_string(ri + 1);
@@ -159,7 +177,9 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
         rc.alerting = hasAlert;
         rc.name = scalarText(hasAlert ? r["alert"] : r["record"]);
         rw += " \"" + rc.name + "\"";
-        if (rc.name.empty()) errs.push_back(rw + ": " + (hasAlert ? "alert" : "record") + " name must not be empty");
+        if (rc.name.empty())
+          errs.push_back(rw + ": " + (hasAlert ? "alert" : "record") +
+                         " name must not be empty");
         if (!hasAlert && !rc.name.empty() && !metricNameOk(rc.name))
           errs.push_back(rw + ": invalid recording rule name: " + rc.name);
         rc.exprText = scalarText(r["expr"]);
@@ -183,8 +203,10 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
             continue;
           }
           auto d = parseDurationMs(scalarText(r[f]));
-          if (!d.ok()) errs.push_back(rw + ": " + f + ": " + d.error().detail);
-          else (std::string(f) == "for" ? rc.forMs : rc.keepFiringForMs) = *d;
+          if (!d.ok())
+            errs.push_back(rw + ": " + f + ": " + d.error().detail);
+          else
+            (std::string(f) == "for" ? rc.forMs : rc.keepFiringForMs) = *d;
         }
         if (r["annotations"] && !hasAlert)
           errs.push_back(rw + ": invalid field 'annotations' in recording rule");
@@ -198,12 +220,17 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
           auto& dst = std::string(f) == "labels" ? rc.labels : rc.annotations;
           for (const auto& kv : m) {
             std::string n = kv.first.as<std::string>(), v = scalarText(kv.second);
-            if (!labelNameOk(n)) errs.push_back(rw + ": invalid " + std::string(f).substr(0, std::string(f).size() - 1) + " name: " + n);
+            if (!labelNameOk(n))
+              errs.push_back(rw + ": invalid " +
+                             std::string(f).substr(0, std::string(f).size() - 1) +
+                             " name: " + n);
             if (std::string(f) == "labels" && n == "__name__")
               errs.push_back(rw + ": invalid label name: __name__");
             if (hasAlert) {
               auto t = checkTemplate(v);
-              if (!t.ok()) errs.push_back(rw + ": " + f + " " + n + ": template: " + t.error().detail);
+              if (!t.ok())
+                errs.push_back(rw + ": " + f + " " + n +
+                               ": template: " + t.error().detail);
             }
             dst[n] = v;
           }
@@ -250,7 +277,8 @@ Result<std::vector<GroupConfig>> loadRuleFiles(const std::vector<std::string>& p
       if (!gs.ok()) return gs.error();
       for (auto& g : *gs) {
         if (!names.insert(g.name).second)
-          return makeError(EINVAL, f, "group name \"" + g.name + "\" is used by another group");
+          return makeError(EINVAL, f,
+                           "group name \"" + g.name + "\" is used by another group");
         all.push_back(std::move(g));
       }
     }
@@ -258,7 +286,8 @@ Result<std::vector<GroupConfig>> loadRuleFiles(const std::vector<std::string>& p
   return all;
 }
 
-void collectSelectors(const promql::Expr& e, std::vector<std::vector<promql::Matcher>>& out) {
+void collectSelectors(const promql::Expr& e,
+                      std::vector<std::vector<promql::Matcher>>& out) {
   using promql::NodeKind;
   switch (e.kind) {
     case NodeKind::kVectorSelector:
@@ -270,8 +299,12 @@ void collectSelectors(const promql::Expr& e, std::vector<std::vector<promql::Mat
     case NodeKind::kSubquery:
       collectSelectors(*static_cast<const promql::SubqueryExpr&>(e).expr, out);
       break;
-    case NodeKind::kParen: collectSelectors(*static_cast<const promql::ParenExpr&>(e).expr, out); break;
-    case NodeKind::kUnary: collectSelectors(*static_cast<const promql::UnaryExpr&>(e).expr, out); break;
+    case NodeKind::kParen:
+      collectSelectors(*static_cast<const promql::ParenExpr&>(e).expr, out);
+      break;
+    case NodeKind::kUnary:
+      collectSelectors(*static_cast<const promql::UnaryExpr&>(e).expr, out);
+      break;
     case NodeKind::kBinary: {
       const auto& b = static_cast<const promql::BinaryExpr&>(e);
       collectSelectors(*b.lhs, out);
@@ -288,7 +321,8 @@ void collectSelectors(const promql::Expr& e, std::vector<std::vector<promql::Mat
       for (const auto& a : static_cast<const promql::Call&>(e).args)
         if (a) collectSelectors(*a, out);
       break;
-    default: break;
+    default:
+      break;
   }
 }
 

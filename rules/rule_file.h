@@ -54,12 +54,16 @@ struct GroupConfig {
 Result<int64_t> parseDurationMs(std::string_view s);
 /// Prometheus' rendering of a duration ("1m30s", "0s").
 std::string formatDuration(int64_t ms);
+/// A duration flag's value in ms, at least `min`; std::invalid_argument
+/// naming --`flag` otherwise (for the flag tables).
+int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min);
 
 /// Parses and checks one rule file. Errors: Error::path = the file,
 /// detail = every problem found, one a line ("group \"g\", rule 2: ...").
 Result<std::vector<GroupConfig>> loadRuleFile(const std::string& path);
 /// The same from text (tests); `path` only names it in errors.
-Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const std::string& path);
+Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text,
+                                               const std::string& path);
 
 /// Expands globs (in order, each glob's matches sorted) and loads every file;
 /// group names must be unique across files. A glob matching nothing is no
@@ -67,6 +71,7 @@ Result<std::vector<GroupConfig>> parseRuleFile(const std::string& text, const st
 Result<std::vector<GroupConfig>> loadRuleFiles(const std::vector<std::string>& patterns);
 
 /// The matchers of every selector in `e` (for the history's selections).
-void collectSelectors(const promql::Expr& e, std::vector<std::vector<promql::Matcher>>& out);
+void collectSelectors(const promql::Expr& e,
+                      std::vector<std::vector<promql::Matcher>>& out);
 
 }  // namespace memcg::rules

@@ -16,26 +16,28 @@
 namespace memcg::rules {
 namespace {
 
-int64_t steadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
+// Deadlines are kept in microseconds: a millisecond clock truncates the start
+// and could end a 200 ms timeout after 199 ms.
+int64_t steadyUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 /// Waits until `fd` is ready for `events` or the deadline passes.
-Status waitFd(int fd, short events, int64_t deadlineMs, const std::string& what) {
+Status waitFd(int fd, short events, int64_t deadlineUs, const std::string& what) {
   for (;;) {
-    const int64_t left = deadlineMs - steadyMs();
+    const int64_t left = deadlineUs - steadyUs();
     if (left <= 0) return makeError(ETIMEDOUT, what, "timed out");
     pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(left));
+    const int n = ::poll(&p, 1, static_cast<int>((left + 999) / 1000));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return makeError(errno, what, "poll");
     if (n > 0) return Ok{};
   }
 }
 
-Result<Fd> connectTo(const HttpUrl& url, int64_t deadlineMs) {
+Result<Fd> connectTo(const HttpUrl& url, int64_t deadlineUs) {
   const std::string what = url.text;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -56,7 +58,7 @@ Result<Fd> connectTo(const HttpUrl& url, int64_t deadlineMs) {
         last = makeError(errno, what, "connect");
         continue;
       }
-      if (auto w = waitFd(fd.get(), POLLOUT, deadlineMs, what); !w.ok()) {
+      if (auto w = waitFd(fd.get(), POLLOUT, deadlineUs, what); !w.ok()) {
         last = w.error();
         continue;
       }
@@ -127,7 +129,7 @@ Result<HttpUrl> parseHttpUrl(std::string_view url) {
 Result<HttpReply> httpPost(const HttpUrl& url, const std::string& path,
                            std::string_view contentType, std::string_view body,
                            int64_t timeoutMs) {
-  const int64_t deadline = steadyMs() + timeoutMs;
+  const int64_t deadline = steadyUs() + timeoutMs * 1000;
   auto fd = connectTo(url, deadline);
   if (!fd.ok()) return fd.error();
   const bool v6 = url.host.find(':') != std::string::npos;

@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/text_file.h"
+
 namespace memcg::controller::live {
 
 inline constexpr const char* kV1Root = "/sys/fs/cgroup/memory";
@@ -42,22 +44,8 @@ inline std::string skipReason() {
   return {};
 }
 
-inline std::string readText(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-inline bool writeText(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
+using test::readText;
+using test::writeText;
 
 inline uint64_t readU64(const std::string& path) {
   std::string s = readText(path);

@@ -27,6 +27,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/text_file.h"
+
 namespace memcg::test {
 
 inline constexpr const char* kZramLabel = "memcgexp_test";  // a swap label has 16 bytes
@@ -34,22 +36,8 @@ inline constexpr const char* kZramStateDir = "/run/memcg_exporter_test_zram";
 
 namespace zram_detail {
 
-inline bool writeText(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
-inline std::string readText(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using test::readText;
+using test::writeText;
 
 /// The volume label of a swap signature on `dev` (mkswap -L); empty if none.
 inline std::string swapLabel(const std::string& dev) {

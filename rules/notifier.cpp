@@ -28,6 +28,10 @@ const metrics::Desc kQueueLength = metrics::nodeGauge(
     "memcg_exporter_notifications_queue_length", "Alerts waiting to be sent.");
 const metrics::Desc kQueueCapacity = metrics::nodeGauge(
     "memcg_exporter_notifications_queue_capacity", "Capacity of the alert queue.");
+const metrics::Desc kLatency = metrics::nodeHistogram(
+    "memcg_exporter_notifications_latency_seconds",
+    "Seconds one post of alerts to each Alertmanager took (failed ones too).",
+    {"alertmanager"}, Notifier::kPostSeconds.exposedBounds());
 const metrics::Desc kAlertmanagers =
     metrics::nodeGauge("memcg_exporter_notifications_alertmanagers_discovered",
                        "Alertmanagers alerts are sent to.");
@@ -242,7 +246,13 @@ void Notifier::loop() {
 }
 
 bool Notifier::postOne(Target& t, const std::string& body, size_t n) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto r = httpPost(t.url, t.postPath, "application/json", body, opts_.timeoutMs);
+  {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+    std::lock_guard<std::mutex> g(t.latencyMu);
+    t.latency.observe(took.count());
+  }
   t.sent += n;
   if (r.ok() && r->status / 100 == 2) return true;
   ++t.errors;
@@ -274,7 +284,10 @@ bool Notifier::sendAll(const std::vector<PostableAlert>& batch) {
 
 Notifier::Counts Notifier::counts(const std::string& url) const {
   for (const auto& t : targets_)
-    if (t->url.text == url) return {t->sent.load(), t->errors.load()};
+    if (t->url.text == url) {
+      std::lock_guard<std::mutex> g(t->latencyMu);
+      return {t->sent.load(), t->errors.load(), t->latency.count};
+    }
   return {};
 }
 
@@ -287,6 +300,12 @@ void Notifier::collect(metrics::Sink& sink) const {
   for (const auto& t : targets_) {
     sink.add(kSent, {sink.keep(t->url.text)}, static_cast<double>(t->sent.load()));
     sink.add(kErrors, {sink.keep(t->url.text)}, static_cast<double>(t->errors.load()));
+    PostLatency h;
+    {
+      std::lock_guard<std::mutex> g(t->latencyMu);
+      h = t->latency;
+    }
+    h.addTo(sink, kLatency, {sink.keep(t->url.text)});
   }
   sink.add(kDropped, {}, static_cast<double>(dropped_.load()));
   sink.add(kQueueLength, {}, static_cast<double>(queueLength()));
@@ -295,7 +314,8 @@ void Notifier::collect(metrics::Sink& sink) const {
 }
 
 std::vector<const metrics::Desc*> Notifier::describe() {
-  return {&kSent, &kErrors, &kDropped, &kQueueLength, &kQueueCapacity, &kAlertmanagers};
+  return {&kSent,          &kErrors,          &kLatency,      &kDropped,
+          &kQueueLength,   &kQueueCapacity,   &kAlertmanagers};
 }
 
 }  // namespace memcg::rules

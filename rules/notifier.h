@@ -35,6 +35,7 @@
 
 #include "common/flag_spec.h"
 #include "common/result.h"
+#include "metrics/histogram.h"
 #include "metrics/metric.h"
 #include "promql/labels.h"
 #include "rules/group.h"
@@ -90,8 +91,15 @@ class Notifier {
   void collect(metrics::Sink& sink) const;
   static std::vector<const metrics::Desc*> describe();
 
+  /// Seconds one post to an Alertmanager took (Prometheus' notifier keeps a
+  /// latency summary per Alertmanager; this is a histogram).
+  static constexpr metrics::BucketLayout<double, 12> kPostSeconds{
+      {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}, 1};
+  using PostLatency = metrics::FixedHistogram<kPostSeconds>;
+
   struct Counts {
     uint64_t sent = 0, errors = 0;
+    uint64_t posts = 0;  ///< observations of the latency histogram
   };
   Counts counts(const std::string& url) const;
   uint64_t dropped() const { return dropped_.load(); }
@@ -103,6 +111,8 @@ class Notifier {
     std::string postPath;  ///< url.path + "/api/v2/alerts"
     std::atomic<uint64_t> sent{0};
     std::atomic<uint64_t> errors{0};
+    mutable std::mutex latencyMu;
+    PostLatency latency;  ///< every post, failed ones too (up to the timeout)
   };
   explicit Notifier(NotifierOptions opts);
   void loop();

@@ -6,27 +6,24 @@
 #          real Prometheus, and the qemu cgroup v2 lane
 #   asan   build-asan/ (-DMEMCG_SANITIZE=ON: ASan + UBSan, gcc): the unit and
 #          live tests
-#   tsan   build-tsan/ (-DMEMCG_TSAN=ON): the threaded parts' tests: the HTTP
-#          server (concurrent keep-alive scrapes, slow clients, the worker
-#          cap), the web auth cache, the tracing aggregator, the controller's
-#          waiter and worker
+#   tsan   build-tsan/ (-DMEMCG_TSAN=ON): the threaded parts' tests (the
+#          list is at tsan_targets below)
 #   fuzz   scripts/fuzz.sh: every libFuzzer target for $MEMCG_FUZZ_SECONDS
 #          (default 10) each
-# MEMCG_TEST_STAGES="main asan" picks stages (default: main). The asan, tsan
-# and fuzz stages are opt-in for now. Measured on an otherwise idle 2-core
-# machine of CI's kind, one run of all four on a clean clone: main 755 s
-# (ccache warm; 550 tests in 520 s), tsan 160 s (35 tests in 6 s), asan
-# 767 s (a cold instrumented build of every unit and live target, then 515
-# tests in 91 s), fuzz 229 s (11 targets x 10 s). Run them before merging
-# threaded or parsing changes:
-#   MEMCG_TEST_STAGES="asan tsan fuzz" scripts/test.sh
+# MEMCG_TEST_STAGES="main asan" picks stages (default: all four, in this
+# order; CI runs them all). Measured on an otherwise idle 2-core machine of
+# CI's kind, one run of all four on a clean clone: main 755 s (ccache warm;
+# 550 tests in 520 s), tsan 160 s (35 tests in 6 s), asan 767 s (a cold
+# instrumented build of every unit and live target, then 515 tests in 91 s),
+# fuzz 229 s (11 targets x 10 s). For a quick local loop:
+#   MEMCG_TEST_STAGES=main scripts/test.sh
 # Extra
 # arguments go to the main stage's ctest. Builds use ccache when it is
 # installed (scripts/deps.sh installs it). The first stage that fails stops
 # the run; the times of those that ran are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=${MEMCG_TEST_STAGES:-main}
+stages=${MEMCG_TEST_STAGES:-main asan tsan fuzz}
 scripts/deps.sh test
 launcher=()
 if command -v ccache >/dev/null; then
@@ -63,19 +60,25 @@ stage_asan() {
     ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|live' \
     -E '^live\.LocksLive\.RstatContentionAgreesWithSecondInstance$'
 }
-# Measured here: building these 4 from a cold ccache 16-40 min on 2 busy
-# cores (40.4 min in the last run, load 9-14), the tests 6 s (34 tests).
-# (memcg_unit_tests' Concurrency.* and the controller's ControllerTest are not
-# in yet: they were not built under TSan here.)
-tsan_targets=(http_server_test tracing_aggregator_test controller_waiter_test
-              controller_worker_test)
+# The threaded parts: the HTTP server (concurrent keep-alive scrapes, slow
+# clients, the worker cap), the web auth cache, the tracing aggregator and the
+# lock-id cache, the controller (its waiter, worker and control loop),
+# concurrent scrapes sharing one discovery walk, the notifier's sender, the
+# history, and the whole App at once (AppThreads: the sampler, the rule
+# engine, the HTTP front and workers under concurrent clients).
+# Their instrumented library is one build of memcg_exporter_lib.
+tsan_targets=(http_server_test tracing_aggregator_test tracing_locks_test
+              controller_waiter_test controller_worker_test
+              controller_controller_test memcg_unit_tests app_threads_test
+              rules_notifier_test history_test)
+tsan_suites='HttpServer|HttpServerTls|WebAuth|WebConfig|AggregatorTest|LockIds|Waiter|Worker|TokenBucket|CpuBudget|ControllerTest|ControllerV2Test|Concurrency|DiscoveryOffScrapePath|App|AppThreads|RulesNotifier|History'
 stage_tsan() {
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMCG_TSAN=ON \
     -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
   cmake --build build-tsan -j "$jobs" --target "${tsan_targets[@]}"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir build-tsan --output-on-failure --timeout 900 \
-    -R '^unit\.(HttpServer|HttpServerTls|WebAuth|WebConfig|AggregatorTest|Waiter|Worker|TokenBucket|CpuBudget)\.'
+    -R "^unit\.($tsan_suites)\\."
 }
 stage_fuzz() { scripts/fuzz.sh "${MEMCG_FUZZ_SECONDS:-10}"; }
 

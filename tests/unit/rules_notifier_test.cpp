@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -328,6 +329,30 @@ TEST(RulesNotifier, ErrorsCountedPerAlertmanager) {
        {good.url(), bad.url(), silent.url(), std::string("http://127.0.0.1:1")})
     EXPECT_EQ((*n)->counts(u).sent, 2u) << u;
   EXPECT_EQ((*n)->dropped(), 0u);  // one Alertmanager took it
+  // One post each in the latency histogram; the silent one's took the whole
+  // timeout (2 s: above the 1 s bucket), the others far less.
+  metrics::Sink sink;
+  (*n)->collect(sink);
+  const metrics::Family* lat = nullptr;
+  for (const auto& f : sink.families())
+    if (f.desc->name == "memcg_exporter_notifications_latency_seconds") lat = &f;
+  ASSERT_NE(lat, nullptr);
+  ASSERT_EQ(lat->histograms.size(), 4u);
+  const auto& bounds = lat->desc->buckets;
+  const size_t le1 = static_cast<size_t>(
+      std::find(bounds.begin(), bounds.end(), 1.0) - bounds.begin());
+  ASSERT_LT(le1, bounds.size());
+  for (const auto& h : lat->histograms) {
+    const std::string am(h.values[0]);
+    EXPECT_EQ(h.count, 1u) << am;
+    EXPECT_EQ((*n)->counts(am).posts, 1u) << am;
+    if (am == silent.url()) {
+      EXPECT_GE(h.sum, 2.0) << am;
+      EXPECT_EQ(h.cumulative[le1], 0u) << am;
+    } else {
+      EXPECT_LT(h.sum, 2.0) << am;
+    }
+  }
 
   // No Alertmanager takes it: the batch is dropped.
   auto o2 = opts({bad.url()});

@@ -114,18 +114,20 @@ def churn():
 
 
 def sample():
-    rss = 0
+    rss = anon = 0
     with open("/proc/%d/status" % a.pid) as f:
         for l in f:
             if l.startswith("VmRSS:"):
                 rss = int(l.split()[1])
+            elif l.startswith("RssAnon:"):
+                anon = int(l.split()[1])
     fds = len(os.listdir("/proc/%d/fd" % a.pid))
     hist = 0
     ok, _, body = get("/metrics")
     for l in body.decode(errors="replace").splitlines():
         if l.startswith("memcg_exporter_history_bytes "):
             hist = int(float(l.split()[1])) // 1024
-    return rss, fds, hist
+    return rss, fds, hist, anon
 
 
 threads = [threading.Thread(target=scraper, args=(5,)) for _ in range(4)]
@@ -135,16 +137,17 @@ for t in threads:
 t0 = time.time()
 samples = []
 while time.time() < stop:
-    rss, fds, hist = sample()
-    samples.append((time.time() - t0, rss, fds, hist))
+    samples.append((time.time() - t0,) + sample())
     time.sleep(min(5, max(0, stop - time.time())))
 for t in threads:
     t.join()
 samples.append((time.time() - t0,) + sample())
 
-print("   t(s)  RSS(KiB)  fds  history(KiB)")
-for t, rss, fds, hist in samples:
-    print("%7.0f %9d %4d %13d" % (t, rss, fds, hist))
+# RSS = anonymous memory (heap, stacks: where a leak shows) + file pages
+# (the binary's and libraries' code and data as they are first touched).
+print("   t(s)  RSS(KiB)  anon(KiB)  file(KiB)  fds  history(KiB)")
+for t, rss, fds, hist, anon in samples:
+    print("%7.0f %9d %10d %10d %4d %13d" % (t, rss, anon, rss - anon, fds, hist))
 warm = [s for s in samples if s[0] >= max(a.warmup, a.seconds / 3)] or samples[-1:]
 rss0, rss1 = warm[0][1], max(s[1] for s in warm)
 # Descriptors: the median of the first and of the second half after warm-up
@@ -154,6 +157,8 @@ fd0 = statistics.median(s[2] for s in warm[:half])
 fd1 = statistics.median(s[2] for s in warm[half:] or warm[-1:])
 fdmax = max(s[2] for s in warm)
 growth = (rss1 - rss0) * 100.0 / rss0
+anon0, anon1 = warm[0][4], max(s[4] for s in warm)
+anon_growth = (anon1 - anon0) * 100.0 / anon0 if anon0 else 0
 lat.sort()
 p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else 0
 failed = sum(errors.values())
@@ -163,6 +168,8 @@ print("scrape latency ms: p50 %.1f  p99 %.1f  max %.1f" % (p(0.5), p(0.99), lat[
 print("cgroups churned: %d made, %d removed" % (made[0], removed[0]))
 print("RSS after warm-up: %d -> max %d KiB (%+.1f%%); fds (medians) %d -> %d, max %d" % (
     rss0, rss1, growth, fd0, fd1, fdmax))
+print("  of it anonymous: %d -> max %d KiB (%+.1f%%); file-backed %d -> max %d KiB" % (
+    anon0, anon1, anon_growth, rss0 - anon0, max(s[1] - s[4] for s in warm)))
 left = [d for d in os.listdir(a.churn) if d.startswith("churn")]
 ok = True
 for name, good in [("0 failed requests", failed == 0),

@@ -161,20 +161,24 @@ check "a key that does not match the certificate: exit 2 ($rc), one line: $(head
 # --- slowloris over TLS ------------------------------------------------------------
 start slow --web.config.file="$tmp/plain.yml" --web.read-timeout=60
 base_rss=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
+# slowloris.py exits 0 when every scrape answered 200 and their median is
+# within --max-ms (the bound of issue 19 on the median, so that one scrape
+# descheduled on a loaded machine does not fail it; the figures are printed).
+slow_ok() { [ "$1" = 0 ] && grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$2"; }
 out=$(timeout 180 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 \
-  --pid "$pid" --tls ca.crt)
+  --pid "$pid" --tls ca.crt); rc=$?
 echo "slowloris over TLS: $out (RSS before: ${base_rss} KiB)"
-check "1,000 slowloris connections over TLS: 5 of 5 TLS scrapes answer 200 within 1 s" \
-  grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$out"
+check "1,000 slowloris connections over TLS: 5 of 5 TLS scrapes answer 200, their median within 1 s" \
+  slow_ok "$rc" "$out"
 rss=$(sed -n 's/.*rss_kib=\([0-9]*\).*/\1/p' <<<"$out")
 check "RSS with 1,000 TLS slowloris grows by < 64 MiB (${base_rss} -> ${rss} KiB)" \
   test "$((rss - base_rss))" -lt 65536
 before_stall=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
 out=$(timeout 180 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 \
-  --pid "$pid" --tls ca.crt --tls-stall)
+  --pid "$pid" --tls ca.crt --tls-stall); rc=$?
 echo "stalled handshakes: $out"
-check "1,000 handshakes stalled halfway: 5 of 5 TLS scrapes answer 200 within 1 s" \
-  grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$out"
+check "1,000 handshakes stalled halfway: 5 of 5 TLS scrapes answer 200, their median within 1 s" \
+  slow_ok "$rc" "$out"
 rss=$(sed -n 's/.*rss_kib=\([0-9]*\).*/\1/p' <<<"$out")
 # Measured: ~34 KiB a stalled handshake (OpenSSL holds the partial record).
 check "RSS with 1,000 stalled handshakes grows by < 48 MiB (${before_stall} -> ${rss} KiB)" \

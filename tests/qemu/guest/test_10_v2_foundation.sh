@@ -58,7 +58,7 @@ fi
 # --- workload: stream the file through cat inside the limited cgroup ----------------------
 max_before="$(kv "${L}/memory.events" max)"
 t0="$(cut -d' ' -f1 /proc/uptime)"
-bytes="$(timeout 150 sh -c "echo \$\$ >${L}/cgroup.procs && exec cat ${STREAM}" | wc -c)"
+bytes="$(timeout "${STREAM_TIMEOUT}" sh -c "echo \$\$ >${L}/cgroup.procs && exec cat ${STREAM}" | wc -c)"
 t1="$(cut -d' ' -f1 /proc/uptime)"
 mt_info "streamed ${bytes} bytes in $(awk -v a="${t0}" -v b="${t1}" 'BEGIN { print b - a }')s"
 if [ "${bytes}" = "$(stat -c %s "${STREAM}")" ]; then

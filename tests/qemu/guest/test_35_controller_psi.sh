@@ -60,8 +60,16 @@ if [ "${code}" != 200 ]; then
   exit 0
 fi
 # The waiter arms the trigger on its first look at the new protection.
-sleep 1
-code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
+# Polled (30 s at most), not one fixed second: the waiter's first look comes
+# at its own pace on an emulated CPU of a loaded host.
+i=0
+while :; do
+  code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
+  { [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; } && break
+  [ "${i}" -ge 60 ] && break
+  sleep 0.5
+  i=$((i + 1))
+done
 if [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; then
   mt_pass ctl_psi_trigger_armed
 else

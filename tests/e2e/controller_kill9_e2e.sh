@@ -116,7 +116,7 @@ for i in $(seq 1 "$rounds"); do
     strace -qq -f -p "$epid" -o /dev/null -P "$cg/memory.limit_in_bytes" -e trace=pwrite64 \
       -e inject=pwrite64:delay_exit=300000 2>/dev/null &
     spid=$!
-    poll_until 10 bash -c "! grep -q '^TracerPid:[[:space:]]*0$' /proc/$epid/status"
+    poll_until 60 bash -c "! grep -q '^TracerPid:[[:space:]]*0$' /proc/$epid/status"
     [ "$(kill_when_lowered "$epid" "$cg/memory.limit_in_bytes" $limit)" = lowered ] &&
       polled_hits=$((polled_hits + 1))
     wait "$spid" 2>/dev/null

@@ -150,7 +150,7 @@ if h1=$(hash right1) && h2=$(hash right2) && [[ $h1 == \$2* ]]; then
   check "basic auth: right password 200" test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 200
   printf 'basic_auth_users:\n  alice: %s\n' "$h2" >"$tmp/web.yml.new" && mv "$tmp/web.yml.new" "$tmp/web.yml"
   check "basic auth: the changed file is picked up (new password 200)" \
-    poll_until 5 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -u alice:right2 http://127.0.0.1:$port3/metrics)\" = 200 ]"
+    poll_until 60 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -u alice:right2 http://127.0.0.1:$port3/metrics)\" = 200 ]"
   check "basic auth: the old password is refused after the change" \
     test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 401
 else

@@ -107,7 +107,7 @@ check "the first certificate is served" bash -c "$(declare -f subject); port=$po
 cp renewed.key server.key.new && cp renewed.crt server.crt.new && mv server.key.new server.key &&
   mv server.crt.new server.crt
 check "the renewed certificate and key are served to new connections" \
-  poll_until 10 bash -c "$(declare -f subject); port=$port; subject | grep -q renewed"
+  poll_until 60 bash -c "$(declare -f subject); port=$port; subject | grep -q renewed"
 check "and scrapes go on" test "$(code --cacert ca.crt "$url/metrics")" = 200
 
 # --- client certificates, with basic auth on top ----------------------------------
@@ -127,7 +127,7 @@ check "no client certificate: refused in the handshake" \
 check "a client certificate from another CA: refused" \
   bash -c "! curl -s -o /dev/null --cacert ca.crt --cert intruder.crt --key intruder.key -u prom:pw '$url/metrics'"
 check "the refusals are logged (debug) with OpenSSL's reason" \
-  poll_until 5 grep -q 'msg="TLS handshake failed" err=.*certificate' "$tmp/mtls.log"
+  poll_until 60 grep -q 'msg="TLS handshake failed" err=.*certificate' "$tmp/mtls.log"
 check "the CA's client certificate: 200" \
   test "$(code --cacert ca.crt --cert client.crt --key client.key -u prom:pw "$url/metrics")" = 200
 if [[ $hash == \$2* ]]; then

@@ -93,7 +93,7 @@ open(portfile + ".tmp", "w").write(str(s.server_port)); __import__("os").rename(
 s.serve_forever()
 PY
 pids+=($!)
-check "recorder listening" poll_until 10 test -s "$tmp/recorder.port"
+check "recorder listening" poll_until 60 test -s "$tmp/recorder.port"
 recport=$(cat "$tmp/recorder.port")
 amport=$(free_port)
 cat > "$tmp/am.yml" <<YML
@@ -136,7 +136,7 @@ dead="http://127.0.0.1:$(free_port)"  # nobody listens: the notifier's errors
   --rules.alertmanager-url="$am" --rules.alertmanager-url="$dead" --rules.alert.resend-delay=1s \
   --rules.alertmanager.timeout=2s --rules.external-label=node=e2e-$$ 2>"$tmp/exporter.log" &
 pids+=($!)
-check "exporter ready" wait_http "$base/-/ready" 10
+check "exporter ready" wait_http "$base/-/ready" 60
 protected() { curl -s -H "$auth" "$base/api/v1/controller/state" | jq -e --arg c "$1" 'any(.protections[]; .cgroup == $c)' >/dev/null; }
 # In this shell, not through `sh -c "$(declare -f protected)"`: $base and
 # $auth are not exported, so such a child asked nobody and "not protected"
@@ -174,7 +174,7 @@ am_active() {  # Alertmanager lists E2eLimitHits active, endsAt (validUntil) in 
     jq -e 'length == 1 and .[0].status.state == "active" and
       (.[0].endsAt | sub("[.][0-9]+Z$"; "Z") | fromdateiso8601) > now' >/dev/null
 }
-check "Alertmanager lists it active, endsAt in the future" poll_until 10 am_active
+check "Alertmanager lists it active, endsAt in the future" poll_until 60 am_active
 check "actions counted" sh -c "curl -s $base/metrics | grep -q 'memcg_exporter_rule_actions_total{rule=\"E2eLimitHits\",action=\"protect\",result=\"ok\"} 1'"
 sleep 4  # the protection stays while the workload runs (it may end the hits: the hold bridges that)
 check "still protected while the workload runs" protected "$a"

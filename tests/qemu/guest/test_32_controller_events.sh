@@ -39,7 +39,7 @@ if ! start_exporter "${PORT}" /tmp/exporter_ctl_ev.log --controller.enable \
   --controller.allow='/memcg_exporter_test.*' --controller.token-file="${TOKEN_FILE}" \
   --controller.journal=/tmp/ctl_ev_journal --controller.audit-log="${AUDIT}" \
   --controller.v2-wake=events --controller.poll-interval-ms=600000 --no-collector.vmscan; then
-  mt_fail ctl_ev_exporter_up "no answer on ${URL}/metrics within 60s"
+  mt_fail ctl_ev_exporter_up "no answer on ${URL}/metrics within 240s"
   tail -n 20 /tmp/exporter_ctl_ev.log | sed 's/^/MEMCG_LOG exporter: /'
   exit 0
 fi

@@ -43,7 +43,7 @@ if ! start_exporter "${PORT}" /tmp/exporter_ctl_psi.log --controller.enable \
   --controller.journal=/tmp/ctl_psi_journal --controller.audit-log="${AUDIT}" \
   --controller.v2-wake=psi --controller.poll-interval-ms=600000 \
   --controller.psi-trigger='some 1000 500000' --no-collector.vmscan; then
-  mt_fail ctl_psi_exporter_up "no answer on ${URL}/metrics within 60s"
+  mt_fail ctl_psi_exporter_up "no answer on ${URL}/metrics within 240s"
   tail -n 20 /tmp/exporter_ctl_psi.log | sed 's/^/MEMCG_LOG exporter: /'
   exit 0
 fi

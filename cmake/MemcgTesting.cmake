@@ -13,6 +13,20 @@
 #     so the skip shows as "Skipped" in ctest;
 #   - scripts: exit 77 (SKIP_RETURN_CODE 77, set by memcg_script_test).
 
+# Every TIMEOUT is the budget of the plain build on CI's 2-core machine;
+# instrumented builds run the same tests 2-5x (ASan+UBSan) or 5-15x (TSan)
+# slower, so their budgets are scaled (a timeout there said nothing about the
+# product). MEMCG_TEST_TIMEOUT_SCALE overrides the factor.
+if(NOT DEFINED MEMCG_TEST_TIMEOUT_SCALE)
+  if(MEMCG_TSAN)
+    set(MEMCG_TEST_TIMEOUT_SCALE 10)
+  elseif(MEMCG_SANITIZE)
+    set(MEMCG_TEST_TIMEOUT_SCALE 5)
+  else()
+    set(MEMCG_TEST_TIMEOUT_SCALE 1)
+  endif()
+endif()
+
 # memcg_gtest(<target> KIND unit|live SOURCES ... [LIBS ...] [DEFINITIONS ...]
 #             [NO_MAIN] [TIMEOUT s])
 # One gtest binary; every gtest case becomes ctest test <kind>.<Suite>.<Case>.
@@ -34,6 +48,7 @@ function(memcg_gtest target)
   else()
     message(FATAL_ERROR "memcg_gtest(${target}): KIND must be unit or live")
   endif()
+  math(EXPR T_TIMEOUT "${T_TIMEOUT} * ${MEMCG_TEST_TIMEOUT_SCALE}")
   add_executable(${target} ${T_SOURCES})
   if(T_NO_MAIN)
     target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest)
@@ -72,6 +87,7 @@ function(memcg_script_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
+  math(EXPR T_TIMEOUT "${T_TIMEOUT} * ${MEMCG_TEST_TIMEOUT_SCALE}")
   add_test(NAME ${T_KIND}.${name} COMMAND ${T_COMMAND})
   set_tests_properties(${T_KIND}.${name} PROPERTIES LABELS "${labels}" TIMEOUT ${T_TIMEOUT}
                        SKIP_RETURN_CODE 77 RUN_SERIAL ${T_SERIAL})

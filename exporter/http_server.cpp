@@ -32,6 +32,10 @@
 namespace memcg {
 namespace {
 
+/// Milliseconds on the steady clock, truncated: a deadline `nowMs() + T`
+/// may then start up to 1 ms before the true moment, so a deadline has
+/// passed only once `nowMs() > deadline` (strictly), which is at least T
+/// after the true start. `>=` closed a 2 s read timeout after 1.999 s.
 int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -162,7 +166,7 @@ bool writeAll(int fd, SSL* ssl, std::string_view data, int64_t deadline) {
     }
     if (r != Io::kAgain) return false;
     int64_t left = deadline - nowMs();
-    if (left <= 0) return false;
+    if (left < 0) return false;  // passed strictly (see nowMs)
     pollfd p{fd, static_cast<short>(wantRead ? POLLIN : POLLOUT), 0};
     if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
   }
@@ -610,7 +614,7 @@ struct HttpServer::Impl {
   void sweep(int64_t now) {
     std::vector<std::pair<int, Stage>> expired;
     for (auto& [fd, c] : conns) {
-      if (now >= c->deadline) expired.emplace_back(fd, c->stage);
+      if (now > c->deadline) expired.emplace_back(fd, c->stage);  // strictly: see nowMs
     }
     for (auto [fd, stage] : expired) {
       if (stage == Stage::kIdle || stage == Stage::kHandshake) {

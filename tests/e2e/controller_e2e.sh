@@ -42,7 +42,7 @@ port=$(free_port)
   --controller.audit-log="$tmp/audit.jsonl" --collector.vmscan.instance="memcg_exporter_test_ctl_e2e_$$" \
   2>"$tmp/exporter.log" &
 pids+=($!)
-check "exporter ready" wait_http "http://127.0.0.1:$port/-/ready" 10
+check "exporter ready" wait_http "http://127.0.0.1:$port/-/ready" 60
 url="http://127.0.0.1:$port/api/v1/controller"
 post() {  # post PATH JSON [TOKEN] -> prints the HTTP status
   local auth=()

@@ -73,7 +73,7 @@ for addr in "${addrs[@]}"; do
     2>"$tmp/listen.log" &
   epid=$!
   host=${addr%:*}
-  check "--web.listen-address=$addr answers /-/ready" wait_http "http://$host:$port/-/ready" 10
+  check "--web.listen-address=$addr answers /-/ready" wait_http "http://$host:$port/-/ready" 60
   kill $epid 2>/dev/null; wait $epid 2>/dev/null
   grep -q fatal "$tmp/listen.log" && cat "$tmp/listen.log" | grep fatal
 done

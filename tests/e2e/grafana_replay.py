@@ -223,10 +223,15 @@ full = time.monotonic() - t0
 ok = (st == 200 and is_vector(body["data"])) or (st == 503 and body["errorType"] == "timeout")
 print(("PASS " if ok else "FAIL ") + "the same query, 5s timeout: %d in %.3f s" % (st, full))
 fails += 0 if ok else 1
-t0 = time.monotonic()
-check("the same query, 100ms timeout", "GET", "/api/v1/query", dict(heavy, timeout="100ms"), None,
-      "timeout", 503)
-short = time.monotonic() - t0
+# The quickest of three: one descheduled on a loaded machine says nothing of
+# where the evaluation stops; one that ran to the end would be ~full each time.
+shorts = []
+for _ in range(3):
+    t0 = time.monotonic()
+    check("the same query, 100ms timeout", "GET", "/api/v1/query", dict(heavy, timeout="100ms"),
+          None, "timeout", 503)
+    shorts.append(time.monotonic() - t0)
+short = min(shorts)
 ok = short * 3 < full
 print(("PASS " if ok else "FAIL ") + "timeout cuts the evaluation short: %.3f s vs %.3f s to the end"
       % (short, full))

@@ -23,12 +23,12 @@ for attempt in 1 2 3; do
     --path.procfs="$fixtures/procfs" --no-collector.vmscan --history.match='{__name__=~".+"}' \
     2>"$tmp/exporter.log" &
   pid=$!
-  wait_http "http://127.0.0.1:$port/-/ready" 10 && break
+  wait_http "http://127.0.0.1:$port/-/ready" 30 && break
   kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""
 done
 check "exporter ready" test -n "$pid"
 # Two sampler passes, so rate() and range queries have points.
-check "history has samples" poll_until 10 bash -c \
+check "history has samples" poll_until 60 bash -c \
   "curl -fsS http://127.0.0.1:$port/metrics | awk '\$1==\"memcg_exporter_history_sampler_passes_total\" && \$2>=3 {ok=1} END {exit !ok}'"
 check "grafana replay" python3 "$here/grafana_replay.py" "http://127.0.0.1:$port" memcg_memory_usage_bytes cgroup
 check "--history.interval=0s refused" bash -c "! '$exporter' --history.interval=0s --path.cgroupfs='$fixtures/cgroupfs/v1' 2>/dev/null"

@@ -214,12 +214,12 @@ check "/api/v1/cgroups: the test cgroup with id = its inode ($ino), depth 1, and
   "curl -fsS $url/api/v1/cgroups | jq -e '(.cgroups[] | select(.cgroup==\"$base\" and .id==$ino and .depth==1)) and (.cgroups[] | select(.cgroup==\"$base/child\" and .depth==2)) and (.mode==\"hybrid\" or .mode==\"v1\")' >/dev/null"
 # Reclaim in the cgroup, so the report and the lock probes have something.
 sh -c "echo \$\$ > $cg/cgroup.procs; exec cat $tmp/file > /dev/null"
-check "/api/v1/delays?cgroup=: 200, the sleeper's pid in the table" poll_until 10 bash -c \
+check "/api/v1/delays?cgroup=: 200, the sleeper's pid in the table" poll_until 60 bash -c \
   "curl -fsS '$url/api/v1/delays?cgroup=$base' | grep -q '$sleeper'"
 curl -fsS "$url/api/v1/delays?cgroup=$base" | head -c 300; echo
 check "/api/v1/delays of an unknown cgroup: 404" [ "$(code "$url/api/v1/delays?cgroup=/memcg_exporter_test_nonexistent")" = 404 ]
 report_has() { curl -fsS "$url/api/v1/reclaim/report" | grep -q "$base"; }
-check "/api/v1/reclaim/report: 200, the cgroup's reclaim in it" poll_until 10 report_has
+check "/api/v1/reclaim/report: 200, the cgroup's reclaim in it" poll_until 60 report_has
 check "/api/v1/reclaim/report?window=5m: 200" [ "$(code "$url/api/v1/reclaim/report?window=5m")" = 200 ]
 check "/api/v1/reclaim/report?window=30s: 200 JSON" bash -c "[ \$(curl -s -o $tmp/b -w '%{http_code}' '$url/api/v1/reclaim/report?window=30s') = 200 ] && jq -e . $tmp/b >/dev/null"
 for w in bogus 5 0s -1m 5d; do

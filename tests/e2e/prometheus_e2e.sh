@@ -46,7 +46,7 @@ want_limit=67108864
 eport=$(free_port); pport=$(free_port)
 "$exporter" --web.listen-address="127.0.0.1:$eport" "${args[@]}" 2>"$tmp/exporter.log" &
 pids+=($!)
-check "exporter ready" wait_http "http://127.0.0.1:$eport/-/ready" 10
+check "exporter ready" wait_http "http://127.0.0.1:$eport/-/ready" 60
 
 curl -fsS "http://127.0.0.1:$eport/metrics" > "$tmp/scrape.prom"
 check "promtool check metrics (live scrape)" promtool check metrics < "$tmp/scrape.prom"

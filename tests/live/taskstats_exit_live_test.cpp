@@ -6,14 +6,16 @@
 // independent count here). Twice: with the tracer as the collector's lookup
 // (256 MiB, well under a second, the cgroup never scraped before), and
 // without it, by the fallback (cgroup.procs sampled every second between
-// scrapes: a 1 GiB stream, ~2 s, in a cgroup scraped once before the task
-// started). Root, cgroup v1, TASKSTATS and
+// scrapes: a 1 GiB stream, ~1-2 s, then 2 s idle in the cgroup before it is
+// killed, in a cgroup scraped once before the task started). Root, cgroup v1, TASKSTATS and
 // kernel.task_delayacct (switched on for the test and restored).
 #include <gtest/gtest.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -84,7 +86,21 @@ class TaskstatsExitLive : public ::testing::Test {
       EXPECT_TRUE(before.ok());
     }
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_EQ(cg.streamFile(file.path()), 0);  // no scrape while it lives
+    if (with_tracer) {
+      EXPECT_EQ(cg.streamFile(file.path()), 0);  // no scrape while it lives
+    } else {
+      // The fallback needs a sampling round (every 250 ms, on the
+      // aggregator's thread) while the task lives: a ~1 s stream gave only a
+      // few, and a loaded machine can starve that thread for as long. The
+      // task stays 2 s more after its stream (8 rounds), then is killed:
+      // still no scrape while it lives, the same exit record and totals.
+      const pid_t pid = cg.streamFileAndStay(file.path());
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    }
     // The reader runs a poll behind: wait until the traced count stays the
     // same while the reader thread ran twice (its CPU time moved: a round
     // each), not a fixed 800 ms. The first scrape then places the exit,

@@ -193,8 +193,9 @@ class TaskstatsLive : public ::testing::Test {
     if (to_child_ >= 0) close(to_child_);
     if (from_child_ >= 0) close(from_child_);
     if (made_cgroup_) {
-      // An exited task leaves the cgroup asynchronously; retry briefly.
-      for (int i = 0; i < 50 && rmdir(cgroup_.c_str()) != 0 && errno == EBUSY; ++i) {
+      // An exited task leaves the cgroup asynchronously; retry (30 s at most:
+      // a loaded machine reaps it late, and 5 s failed the teardown).
+      for (int i = 0; i < 300 && rmdir(cgroup_.c_str()) != 0 && errno == EBUSY; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
       struct stat st;

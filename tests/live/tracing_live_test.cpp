@@ -151,12 +151,20 @@ TEST_F(TracingLive, IdleReaderSleepsBetweenPolls) {
   auto t = Tracer::start(o);
   ASSERT_TRUE(t.ok()) << t.error().message();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  uint64_t c0 = (*t)->snapshot().reader_cpu_ns;
+  const TraceSnapshot s0 = (*t)->snapshot();
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  uint64_t c1 = (*t)->snapshot().reader_cpu_ns;
-  double ms_per_s = (c1 - c0) / 1e6 / 2.0;
-  std::printf("[ live ] idle reader: %.3f ms CPU per second\n", ms_per_s);
-  EXPECT_LT(ms_per_s, 50.0);
+  const TraceSnapshot s1 = (*t)->snapshot();
+  double ms_per_s = (s1.reader_cpu_ns - s0.reader_cpu_ns) / 1e6 / 2.0;
+  // The instance sees every cgroup's reclaim: on a machine shared with other
+  // tests the reader is not idle but folding their events, which is work, not
+  // a busy loop. Those are allowed for (20 us each, ~20x the measured cost,
+  // so an instrumented build fits); with no events the bound is 50 ms/s, and
+  // a reader that never sleeps burns ~1000.
+  const double events_per_s = (s1.events_read - s0.events_read) / 2.0;
+  const double bound = 50.0 + events_per_s * 0.02;
+  std::printf("[ live ] idle reader: %.3f ms CPU per second, %.0f events/s read (bound %.1f)\n",
+              ms_per_s, events_per_s, bound);
+  EXPECT_LT(ms_per_s, bound);
 }
 
 TEST_F(TracingLive, TinyBufferReportsLostEvents) {

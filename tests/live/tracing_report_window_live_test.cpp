@@ -4,6 +4,7 @@
 // against the old cgroup's counters. The first cgroup reclaims more than the
 // second, so label matching shows 0 for the window; identity must show the
 // second cgroup's own reclaims.
+#include <sys/stat.h>
 #include <sys/vfs.h>
 
 #include "tests/support/tracing_live_support.h"
@@ -35,7 +36,33 @@ TEST(ReportWindowLive, CgroupRecreatedInsideTheWindowIsNotSubtractedAgainstTheOl
     ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(c.pid)));
     c.start();
     EXPECT_EQ(c.wait(), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // a poll or more
+  };
+  // The reader drains at its own pace (100 ms polls, later on a loaded
+  // machine): a fixed 400 ms sleep could snapshot before the workload's
+  // reclaims were read, and `first` then fell below `second`. Instead the
+  // snapshot is taken once the cgroup's count (this cgroup's, by inode: the
+  // label is shared) is non-zero and unchanged over ten polls (1 s), 60 s
+  // at most.
+  auto settled = [&](const Cgroup& cg) {
+    struct stat st {};
+    EXPECT_EQ(::stat(cg.path.c_str(), &st), 0);
+    auto count = [&](const TraceSnapshot& s) -> uint64_t {
+      for (const auto& c : s.cgroups)
+        if (!c.unknown && !c.overflow && c.id == st.st_ino)
+          return c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
+      return 0;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    TraceSnapshot s = (*t)->snapshot();
+    uint64_t prev = count(s);
+    for (int same = 0; same < 10 && std::chrono::steady_clock::now() < deadline;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      s = (*t)->snapshot();
+      const uint64_t v = count(s);
+      same = (v == prev && v > 0) ? same + 1 : 0;
+      prev = v;
+    }
+    return s;
   };
   TraceSnapshot base;
   uint64_t first = 0;
@@ -43,13 +70,13 @@ TEST(ReportWindowLive, CgroupRecreatedInsideTheWindowIsNotSubtractedAgainstTheOl
     Cgroup cg(name);
     ASSERT_TRUE(cg.ok) << strerror(errno);
     reclaimIn(cg, big);
-    base = (*t)->snapshot();
+    base = settled(cg);
     first = memcgReclaims(base, label);
   }  // rmdir: inside the window
   Cgroup again(name);  // the same name, another inode
   ASSERT_TRUE(again.ok) << strerror(errno);
   reclaimIn(again, small);
-  const TraceSnapshot now = (*t)->snapshot();
+  const TraceSnapshot now = settled(again);
   const uint64_t second = memcgReclaims(now, label);
   const uint64_t window = memcgReclaims(subtractSnapshot(now, base), label);
   std::printf("[ live ] first cgroup %lu memcg reclaims, recreated one %lu, window shows %lu\n",

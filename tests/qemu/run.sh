@@ -31,7 +31,7 @@ exporter_explicit=0
 no_exporter=0
 trace_dump="${MEMCG_QEMU_TRACE_DUMP:-}"
 cache_dir="${MEMCG_QEMU_CACHE:-/var/cache/memcg_exporter_test_qemu}"
-timeout_s="${MEMCG_QEMU_TIMEOUT:-480}"
+timeout_s="${MEMCG_QEMU_TIMEOUT:-900}"
 keep=0
 verbose=0
 

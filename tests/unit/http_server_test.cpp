@@ -519,7 +519,10 @@ TEST(HttpServerTls, ConcurrentKeepAliveClientsWhileHandshakesStall) {
   HttpServerOptions o;
   o.listenAddress = "127.0.0.1:0";
   o.threads = 2;
-  o.handshakeTimeoutMs = 300;
+  // Long enough that the good clients' handshakes never hit it (4 at once
+  // on a loaded 2-core machine, or under TSan, took more than the former
+  // 300 ms), short enough to wait for the stalled ones below.
+  o.handshakeTimeoutMs = 3000;
   TlsContext shared = *ctx;
   o.tlsContext = [shared] { return shared; };
   HttpServer server(o, routes);
@@ -549,7 +552,7 @@ TEST(HttpServerTls, ConcurrentKeepAliveClientsWhileHandshakesStall) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(good.load(), 4 * 10);
   // The stalled ones are closed once handshakeTimeoutMs has passed.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (server.stats().handshakeTimeouts < 20 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(server.stats().handshakeTimeouts, 20u);
@@ -561,7 +564,7 @@ TEST(HttpServerTls, ConcurrentKeepAliveClientsWhileHandshakesStall) {
   std::string got = roundTrip(fd, get("/echo", true));
   EXPECT_FALSE(got.starts_with("HTTP/1.1")) << got;
   ::close(fd);
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (server.stats().handshakeFailures < 1 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(server.stats().handshakeFailures, 1u);

@@ -34,7 +34,7 @@ if [ -x "${EXPORTER}" ]; then
     --path.procfs=/proc >/tmp/exporter.log 2>&1 &
   exporter_pid=$!
   i=0
-  while [ "${i}" -lt 120 ]; do
+  while [ "${i}" -lt 480 ]; do
     if scrape "${URL}" /tmp/scrape0; then
       exporter_up=1
       break
@@ -47,7 +47,7 @@ if [ -x "${EXPORTER}" ]; then
     mt_pass exporter_serves_metrics
     mt_info "exporter answered /metrics after ~$((i / 2))s"
   else
-    mt_fail exporter_serves_metrics "no answer on ${URL} within 60s" \
+    mt_fail exporter_serves_metrics "no answer on ${URL} within 240s" \
       "($(kill -0 "${exporter_pid}" 2>/dev/null && echo running || echo exited))"
     tail -n 20 /tmp/exporter.log | sed 's/^/MEMCG_LOG exporter: /'
   fi
@@ -58,7 +58,7 @@ fi
 # --- workload: stream the file through cat inside the limited cgroup ----------------------
 max_before="$(kv "${L}/memory.events" max)"
 t0="$(cut -d' ' -f1 /proc/uptime)"
-bytes="$(timeout 150 sh -c "echo \$\$ >${L}/cgroup.procs && exec cat ${STREAM}" | wc -c)"
+bytes="$(timeout "${STREAM_TIMEOUT}" sh -c "echo \$\$ >${L}/cgroup.procs && exec cat ${STREAM}" | wc -c)"
 t1="$(cut -d' ' -f1 /proc/uptime)"
 mt_info "streamed ${bytes} bytes in $(awk -v a="${t0}" -v b="${t1}" 'BEGIN { print b - a }')s"
 if [ "${bytes}" = "$(stat -c %s "${STREAM}")" ]; then

@@ -90,7 +90,7 @@ if [ "$(cat "${T}/memory.max")" != "${LIMIT}" ]; then
   exit 0
 fi
 if ! start_exporter "${PORT}" /tmp/exporter_trace.log; then
-  mt_fail trace_exporter_up "no answer on ${URL}/metrics within 60s"
+  mt_fail trace_exporter_up "no answer on ${URL}/metrics within 240s"
   tail -n 20 /tmp/exporter_trace.log | sed 's/^/MEMCG_LOG exporter: /'
   exit 0
 fi

@@ -26,7 +26,7 @@ run_case() {
   wait_no_trace_instance || mt_info "locks: an earlier tracefs instance is still there"
   if ! start_exporter "${PORT}" "/tmp/exporter_locks_${_name}.log" \
       --collector.disable-defaults --collector.vmscan "$@"; then
-    mt_fail "locks_${_name}_exporter_up" "no answer on ${URL}/metrics within 60s"
+    mt_fail "locks_${_name}_exporter_up" "no answer on ${URL}/metrics within 240s"
     tail -n 20 "/tmp/exporter_locks_${_name}.log" | sed 's/^/MEMCG_LOG exporter: /'
     return
   fi

@@ -46,7 +46,7 @@ if ! start_exporter "${PORT}" /tmp/exporter_ctl.log --controller.enable \
   --controller.allow='/memcg_exporter_test.*' --controller.token-file="${TOKEN_FILE}" \
   --controller.journal=/tmp/ctl_journal --controller.audit-log=/tmp/ctl_audit.jsonl \
   --no-collector.vmscan; then
-  mt_fail ctl_exporter_up "no answer on ${URL}/metrics within 60s"
+  mt_fail ctl_exporter_up "no answer on ${URL}/metrics within 240s"
   tail -n 20 /tmp/exporter_ctl.log | sed 's/^/MEMCG_LOG exporter: /'
   exit 0
 fi

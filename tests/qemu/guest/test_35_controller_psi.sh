@@ -43,7 +43,7 @@ if ! start_exporter "${PORT}" /tmp/exporter_ctl_psi.log --controller.enable \
   --controller.journal=/tmp/ctl_psi_journal --controller.audit-log="${AUDIT}" \
   --controller.v2-wake=psi --controller.poll-interval-ms=600000 \
   --controller.psi-trigger='some 1000 500000' --no-collector.vmscan; then
-  mt_fail ctl_psi_exporter_up "no answer on ${URL}/metrics within 60s"
+  mt_fail ctl_psi_exporter_up "no answer on ${URL}/metrics within 240s"
   tail -n 20 /tmp/exporter_ctl_psi.log | sed 's/^/MEMCG_LOG exporter: /'
   exit 0
 fi
@@ -60,8 +60,16 @@ if [ "${code}" != 200 ]; then
   exit 0
 fi
 # The waiter arms the trigger on its first look at the new protection.
-sleep 1
-code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
+# Polled (30 s at most), not one fixed second: the waiter's first look comes
+# at its own pace on an emulated CPU of a loaded host.
+i=0
+while :; do
+  code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
+  { [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; } && break
+  [ "${i}" -ge 60 ] && break
+  sleep 0.5
+  i=$((i + 1))
+done
 if [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; then
   mt_pass ctl_psi_trigger_armed
 else

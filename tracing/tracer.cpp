@@ -62,7 +62,14 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
   }
   EventEnableResult en = enableEvents(
       want, *t->decoder_, *t->formats_, aopts.hierarchy_id,
-      [s = t->session_.get()](const char* sys, const char* ev, const std::string& filter) {
+      [s = t->session_.get(), &inject = opts.enable_fault_injector](
+          const char* sys, const char* ev, const std::string& filter) -> Status {
+        if (inject) {
+          if (int e = inject(sys, ev); e != 0) {
+            return makeError(e, s->instanceDir() + "/events/" + sys + "/" + ev + "/enable",
+                             "enable (injected)");
+          }
+        }
         return s->enableEvent(sys, ev, filter);
       });
   if (en.enabled.empty() && !en.refused.empty()) return en.refused.front().second;

@@ -103,6 +103,11 @@ struct TracerOptions {
   std::chrono::milliseconds lock_caller_interval{1000};
   /// Only these events if non-empty (tests); overrides the switches above.
   std::vector<EventType> only_events;
+  /// Tests: called before each event's enable is written (kernel names, e.g.
+  /// "vmscan", "mm_vmscan_write_folio"); a non-zero errno is taken as the
+  /// kernel's refusal and that event is not written (like
+  /// ActuatorOptions::faultInjector).
+  std::function<int(const char* system, const char* event)> enable_fault_injector;
 };
 
 /// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,

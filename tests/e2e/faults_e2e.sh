@@ -34,7 +34,8 @@
 #      read, no read errors), and the exporter removes it itself at exit.
 # Elsewhere (unit and live tests, README "Tests"): EBUSY/EINTR/ENOSPC on the
 # controller's writes (unit.ControllerTest.WriteFaultsAreCountedAuditedAndLogged),
-# the kernel refusing an event enable (unit.EnableEventsTest.*), taskstats
+# the kernel refusing an event enable (unit.EnableEventsTest.*,
+# live.TracingLive.RefusedEnableLeavesTheRestTraced), taskstats
 # netlink ENOBUFS (live.TaskstatsEnobufs.*).
 # usage: faults_e2e.sh path/to/memcg_exporter
 set -uo pipefail

@@ -127,10 +127,9 @@ class VmscanCollector : public Collector {
     for (const Cgroup& c : ctx.tree.cgroups) selection.add(c.path, c.inode);
     tracing::renderTraceSnapshot(s, sink, &selection);
     tracer_->reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
-    // Reads failing since the last scrape (the instance's files gone bad):
-    // this scrape's trace figures are incomplete. The session logs the first.
-    if (const uint64_t before = read_errors_seen_.exchange(s.read_errors);
-        s.read_errors > before) {
+    // Reads failing in the reader's last round (the instance's files gone
+    // bad): the trace figures are incomplete. The session logs the first.
+    if (s.reads_failing) {
       ctx.fail(makeError(EIO, tracer_->session().instanceDir(),
                          "reads of trace_pipe_raw failing (" + std::to_string(s.read_errors) +
                              " so far)"));
@@ -149,7 +148,6 @@ class VmscanCollector : public Collector {
   tracing::Tracer* tracer_;  // owned by the App; null while down
   Error down_;
   std::atomic<bool> stopped_logged_{false};
-  std::atomic<uint64_t> read_errors_seen_{0};
 };
 
 }  // namespace

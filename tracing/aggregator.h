@@ -95,6 +95,7 @@ struct TraceSnapshot {
   uint64_t events_lost = 0;    ///< overrun + dropped per the kernel's per-CPU stats
   uint64_t decode_errors = 0;  ///< records of unknown id or too short
   uint64_t read_errors = 0;    ///< reads of trace_pipe_raw that failed (not EAGAIN)
+  bool reads_failing = false;  ///< a read failed in the reader's last round
   uint64_t reader_cpu_ns = 0;  ///< CPU time used by the reader thread so far
   /// Records handed out older than one before them (tracefs_session.h): 0
   /// unless a record was committed later than the reader's bound allows.

@@ -132,7 +132,7 @@ const Desc kDecodeErrors = metrics::nodeCounter("memcg_trace_decode_errors_total
 const Desc kReadErrors = metrics::nodeCounter(
     "memcg_trace_read_errors_total",
     "Reads of the instance's per-CPU trace_pipe_raw that failed (other than nothing to read); "
-    "the vmscan collector reports failure while they grow.");
+    "the vmscan collector reports failure while the reader's last round had one.");
 const Desc kUnpairedEvents = metrics::nodeCounter("memcg_vmscan_unpaired_events_total",
     "Reclaim begins and ends without a partner, all cgroups, by kind and reason: "
     "end_without_begin, begin_without_end, begin_open_too_long (events lost or applied out of "

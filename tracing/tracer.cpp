@@ -209,6 +209,7 @@ TraceSnapshot Tracer::snapshot() const {
   s.events_lost = ss.lost;
   s.decode_errors = decode_errors_.load(std::memory_order_relaxed);
   s.read_errors = ss.read_errors;
+  s.reads_failing = ss.reads_failing;
   s.reader_cpu_ns = ss.reader_cpu_ns;
   s.events_out_of_order = ss.out_of_order;
   s.events_enabled = enabled_;

@@ -330,7 +330,7 @@ if grep -qw tracefs /proc/filesystems; then
   # read) and the exporter still removes it at exit. Were it ever removed (a
   # kernel that allowed it), its reads would fail: memcg_trace_read_errors_total
   # counts them, the first is logged and the vmscan collector reports success
-  # 0 while they grow (a path this kernel gives no way to reach).
+  # 0 while the last round had one (a path this kernel gives no way to reach).
   mkdir -p "$tmp/tfs2" && mount -t tracefs nodev "$tmp/tfs2" && mounts+=("$tmp/tfs2")
   inst=memcg_exporter_test_faults_inst_$$
   start "$tmp/inst.log" --cgroup.include="/|/$base.*" --path.tracefs="$tmp/tfs2" \

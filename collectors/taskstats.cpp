@@ -157,8 +157,9 @@ class TaskstatsCollector : public Collector {
   }
 
   std::vector<const metrics::Desc*> describe() const override {
-    std::vector<const metrics::Desc*> out = {&kEnabled, &kEnabledByUs, &kExitsFolded,
-                                             &kExitsLost, &kExitsLocated, &kOverruns, &kQueryOverruns, &kListening, &kProcesses};
+    std::vector<const metrics::Desc*> out = {
+        &kEnabled,  &kEnabledByUs,   &kExitsFolded, &kExitsLost, &kExitsLocated,
+        &kOverruns, &kQueryOverruns, &kListening,   &kProcesses};
     for (const auto& c : classes_) {
       out.push_back(&c.count);
       out.push_back(&c.total);

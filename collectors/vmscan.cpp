@@ -131,8 +131,8 @@ class VmscanCollector : public Collector {
     // bad): the trace figures are incomplete. The session logs the first.
     if (s.reads_failing) {
       ctx.fail(makeError(EIO, tracer_->session().instanceDir(),
-                         "reads of trace_pipe_raw failing (" + std::to_string(s.read_errors) +
-                             " so far)"));
+                         "reads of trace_pipe_raw failing (" +
+                             std::to_string(s.read_errors) + " so far)"));
     }
     if (!s.running) {
       if (!stopped_logged_.exchange(true)) log::warn("vmscan trace reader is not running");

@@ -156,10 +156,11 @@ struct History::Impl {
   Series* newSeries(Labels ls, uint64_t inode, bool sampled, bool count = true) {
     if (series.size() >= opts.seriesLimit) {
       if (count && refused.fetch_add(1) == 0) {
-        log::warn("history series limit reached: new series are refused and counted in "
-                  "memcg_exporter_history_series_refused_total",
-                  "limit=" + std::to_string(opts.seriesLimit) +
-                      " first=" + log::quote(promql::labelsString(ls)));
+        log::warn(
+            "history series limit reached: new series are refused and counted in "
+            "memcg_exporter_history_series_refused_total",
+            "limit=" + std::to_string(opts.seriesLimit) +
+                " first=" + log::quote(promql::labelsString(ls)));
       }
       return nullptr;
     }

@@ -274,7 +274,8 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
           &kReaderCpu,    &kPidCache,      &kPidLookups,     &kPidLookupFailures,
           &kOverflowEvents, &kIsoScanned,  &kIsoTaken,       &kActiveTaken,  &kDeactivated,
           &kWrites,       &kThrottled,     &kThrottledSec,   &kSlabCalls,    &kSlabFreed,
-          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved, &kUnpairedEvents, &kOutOfOrder, &kEventEnabled, &kReadErrors};
+          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved, &kUnpairedEvents, &kOutOfOrder,
+          &kEventEnabled, &kReadErrors};
   auto locks = lockMetricDescs();
   all.insert(all.end(), locks.begin(), locks.end());
   return all;

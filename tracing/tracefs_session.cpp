@@ -397,11 +397,13 @@ bool TracefsSession::drainRound(bool final_round) {
         if (errno == EINTR) continue;
         // EAGAIN: nothing more committed. Another error: counted, and the
         // CPU taken as drained so that it cannot hold the others back.
-        if (errno != EAGAIN && read_errors_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        if (errno != EAGAIN &&
+            read_errors_.fetch_add(1, std::memory_order_relaxed) == 0) {
           // Once: memcg_trace_read_errors_total counts the rest.
           log::warn("tracefs read failed; that CPU's events are skipped this round",
-                    "path=" + log::quote(instance_dir_ + "/per_cpu/cpu" + std::to_string(c.cpu) +
-                                         "/trace_pipe_raw") +
+                    "path=" +
+                        log::quote(instance_dir_ + "/per_cpu/cpu" +
+                                   std::to_string(c.cpu) + "/trace_pipe_raw") +
                         " err=" + log::quote(strerror(errno)));
         }
         drained = true;

@@ -66,7 +66,8 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
           const char* sys, const char* ev, const std::string& filter) -> Status {
         if (inject) {
           if (int e = inject(sys, ev); e != 0) {
-            return makeError(e, s->instanceDir() + "/events/" + sys + "/" + ev + "/enable",
+            return makeError(e,
+                             s->instanceDir() + "/events/" + sys + "/" + ev + "/enable",
                              "enable (injected)");
           }
         }

@@ -186,8 +186,8 @@ bool scanEventWanted(EventType t, const TracerOptions& opts);
 
 /// Writes a filter (if non-empty) and `enable` of one event of the instance:
 /// TracefsSession::enableEvent in the tracer, a fault injector in tests.
-using EnableEventFn =
-    std::function<Status(const char* system, const char* event, const std::string& filter)>;
+using EnableEventFn = std::function<Status(const char* system, const char* event,
+                                           const std::string& filter)>;
 /// What enabling the wanted events gave.
 struct EventEnableResult {
   std::vector<EventType> enabled;

@@ -118,12 +118,13 @@ void CgroupDelayAggregator::logOverrunsLocked() {
     lg.at = now;
   };
   note(query_overrun_log_, client_.overruns(),
-       "taskstats query socket overflowed (ENOBUFS): the lost replies were asked for again",
+       "taskstats query socket overflowed (ENOBUFS): the lost replies were asked for "
+       "again",
        "query_overruns");
   if (listener_) {
     note(listener_overrun_log_, listener_->overruns(),
-         "taskstats exit listener overflowed (ENOBUFS): exit records lost, those processes "
-         "keep their last scraped delays",
+         "taskstats exit listener overflowed (ENOBUFS): exit records lost, those "
+         "processes keep their last scraped delays",
          "exit_listener_overruns");
   }
 }

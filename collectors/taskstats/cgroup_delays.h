@@ -104,7 +104,8 @@ class CgroupDelayAggregator {
   CgroupDelayAggregator(TaskstatsClient client, Options opts)
       : client_(std::move(client)), opts_(std::move(opts)) {}
   void drainLocked();
-  void logOverrunsLocked();  // a warning when a socket overflowed, per socket at most once a minute
+  // A warning when a socket overflowed: per socket, at most once a minute.
+  void logOverrunsLocked();
   void sampleLocked();
   void exitLoop();
 

@@ -54,7 +54,8 @@ bool waitUntil(F&& pred, std::chrono::seconds limit = std::chrono::seconds(60)) 
 class TaskstatsEnobufs : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_NET_ADMIN for TASKSTATS, cgroupfs)";
+    if (geteuid() != 0)
+      GTEST_SKIP() << "needs root (CAP_NET_ADMIN for TASKSTATS, cgroupfs)";
     struct statfs sfs;
     if (statfs(kMemcgRoot, &sfs) != 0 || sfs.f_type != CGROUP_SUPER_MAGIC)
       GTEST_SKIP() << "no cgroup v1 memory hierarchy at " << kMemcgRoot;
@@ -155,12 +156,13 @@ TEST_F(TaskstatsEnobufs, OverrunsAreCountedLoggedRetriedAndTheSocketsRecover) {
   auto r2 = a.collect(cgroup_);  // drains: ENOBUFS, counted
   ASSERT_TRUE(r2.ok()) << r2.error().message();
   st = a.stats();
-  std::printf("exits: listener_overruns %llu, exit_messages %llu, exits_folded %llu, "
-              "without_record %llu\n",
-              static_cast<unsigned long long>(st.listener_overruns),
-              static_cast<unsigned long long>(st.exit_messages),
-              static_cast<unsigned long long>(st.exits_folded),
-              static_cast<unsigned long long>(st.exits_without_record));
+  std::printf(
+      "exits: listener_overruns %llu, exit_messages %llu, exits_folded %llu, "
+      "without_record %llu\n",
+      static_cast<unsigned long long>(st.listener_overruns),
+      static_cast<unsigned long long>(st.exit_messages),
+      static_cast<unsigned long long>(st.exits_folded),
+      static_cast<unsigned long long>(st.exits_without_record));
   EXPECT_GT(st.listener_overruns, 0u);
   EXPECT_LT(st.exits_folded, uint64_t(kProcs)) << "some exit records were lost";
 
@@ -179,7 +181,8 @@ TEST_F(TaskstatsEnobufs, OverrunsAreCountedLoggedRetriedAndTheSocketsRecover) {
   ASSERT_TRUE(waitUntil([&] {
     a.drainExits();
     return a.stats().exits_folded >= folded_before + 3;
-  })) << "exits_folded " << a.stats().exits_folded << " (was " << folded_before << ")";
+  })) << "exits_folded "
+      << a.stats().exits_folded << " (was " << folded_before << ")";
   std::printf("recovery: exits_folded %llu -> %llu, listener_overruns %llu -> %llu\n",
               static_cast<unsigned long long>(folded_before),
               static_cast<unsigned long long>(a.stats().exits_folded),

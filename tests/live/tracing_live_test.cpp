@@ -208,7 +208,8 @@ TEST_F(TracingLive, RefusedEnableLeavesTheRestTraced) {
   ASSERT_TRUE(tracer.ok()) << tracer.error().message();
   Tracer& t = **tracer;
   ASSERT_EQ(t.refusedEvents(), std::vector<EventType>{EventType::kLruShrinkInactive});
-  const std::string events = kTracefs + "/instances/" + o.session.instance_name + "/events/";
+  const std::string events =
+      kTracefs + "/instances/" + o.session.instance_name + "/events/";
   auto enabled = [&](const std::string& ev) {
     auto v = readWholeFile(events + ev + "/enable");
     return v.ok() ? *v : "unreadable: " + v.error().message();
@@ -228,25 +229,36 @@ TEST_F(TracingLive, RefusedEnableLeavesTheRestTraced) {
     s = t.snapshot();
     c = findCgroup(s, label);
     if (c && c->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total > 0) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no memcg reclaim traced for " << label;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "no memcg reclaim traced for " << label;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   uint64_t lru = 0;
   for (const auto& ctx : c->lru)
     for (const auto& l : ctx) lru += l.scanned_pages;
-  std::printf("[ live ] refused lru_shrink_inactive: %zu events enabled, memcg reclaims %lu, "
-              "lru pages scanned %lu\n",
-              t.enabledEvents().size(),
-              static_cast<unsigned long>(c->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total),
-              static_cast<unsigned long>(lru));
+  std::printf(
+      "[ live ] refused lru_shrink_inactive: %zu events enabled, memcg reclaims %lu, "
+      "lru pages scanned %lu\n",
+      t.enabledEvents().size(),
+      static_cast<unsigned long>(
+          c->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total),
+      static_cast<unsigned long>(lru));
   EXPECT_EQ(lru, 0u) << "the refused event was not traced";
   EXPECT_TRUE(s.running);
   metrics::Sink sink;
   renderTraceSnapshot(s, sink, nullptr);
   std::string text;
   metrics::writeText(sink.families(), text);
-  EXPECT_EQ(sampleValue(text, "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_lru_shrink_inactive\"}"), 0);
-  EXPECT_EQ(sampleValue(text, "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_memcg_reclaim_end\"}"), 1);
+  EXPECT_EQ(
+      sampleValue(
+          text,
+          "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_lru_shrink_inactive\"}"),
+      0);
+  EXPECT_EQ(
+      sampleValue(
+          text,
+          "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_memcg_reclaim_end\"}"),
+      1);
 }
 
 TEST_F(TracingLive, InstanceRemovedAndStaleOneReplaced) {

@@ -1,10 +1,12 @@
 // The controller on a v1 fixture tree (polling: a regular file never
 // signals): validation, an episode that reaches the target margin, dry-run,
 // the allow-list, metrics, audit log, and the journal replay at start-up.
+#include "controller/controller.h"
+
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -12,7 +14,6 @@
 #include <map>
 #include <thread>
 
-#include "controller/controller.h"
 #include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
@@ -432,7 +433,8 @@ TEST_F(ControllerTest, WriteFaultsAreCountedAuditedAndLogged) {
         return counted >= 1;
       })) << c.state().dump();
       if (k.err != EINTR) {
-        EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB) + "\n")
+        EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"),
+                  std::to_string(256 * MiB) + "\n")
             << "a failed lowering never changed the limit";
         auto st = c.state();
         EXPECT_EQ(st["protections"][0]["last_result"], k.result);

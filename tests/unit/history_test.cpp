@@ -227,10 +227,12 @@ TEST(History, SeriesLimitRefusesAndCounts) {
   EXPECT_EQ(st.refused, 6u) << "each refused series counted once";
   const auto rule = promql::makeLabels({{"__name__", "rule:x"}});
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(h->append(rule, kT0 + i * 1000, 1));
-  EXPECT_EQ(h->stats().refused, 7u) << "a refused rule series is counted once, not per sample";
+  EXPECT_EQ(h->stats().refused, 7u)
+      << "a refused rule series is counted once, not per sample";
   const std::string log = ::testing::internal::GetCapturedStderr();
   size_t lines = 0;
-  for (size_t p = 0; (p = log.find("history series limit reached", p)) != std::string::npos; ++p)
+  for (size_t p = 0;
+       (p = log.find("history series limit reached", p)) != std::string::npos; ++p)
     ++lines;
   std::printf("series %zu, refused %llu, log lines %zu\n", h->stats().series,
               static_cast<unsigned long long>(h->stats().refused), lines);

@@ -28,10 +28,12 @@ class EnableEventsTest : public memcg::testing::FormatFixtureTest {
   };
   /// The injector: refuses the events in `refuse` with `err`, records the rest.
   EnableEventFn injector(std::vector<std::string> refuse, int err) {
-    return [this, refuse, err](const char* sys, const char* ev, const std::string& filter) -> Status {
+    return [this, refuse, err](const char* sys, const char* ev,
+                               const std::string& filter) -> Status {
       const std::string name = std::string(sys) + ":" + ev;
       if (std::find(refuse.begin(), refuse.end(), name) != refuse.end()) {
-        return makeError(err, "instances/x/events/" + std::string(sys) + "/" + ev + "/enable",
+        return makeError(err,
+                         "instances/x/events/" + std::string(sys) + "/" + ev + "/enable",
                          "enable");
       }
       writes_.push_back({name, filter});
@@ -76,8 +78,9 @@ TEST_F(EnableEventsTest, ARefusedEventIsReportedAndTheRestAreTraced) {
     EXPECT_NE(t, EventType::kCgroupAttach);
   }
   // Filters still go with their events (cgroup_rmdir, filtered to the hierarchy).
-  auto rmdir = std::find_if(writes_.begin(), writes_.end(),
-                            [](const Write& w) { return w.event == "cgroup:cgroup_rmdir"; });
+  auto rmdir = std::find_if(writes_.begin(), writes_.end(), [](const Write& w) {
+    return w.event == "cgroup:cgroup_rmdir";
+  });
   ASSERT_NE(rmdir, writes_.end());
   EXPECT_EQ(rmdir->filter, "root==3");
   // One log line per refused event, with its name and the errno.
@@ -94,15 +97,19 @@ TEST_F(EnableEventsTest, ARefusedEventIsReportedAndTheRestAreTraced) {
   renderTraceSnapshot(s, sink, nullptr);
   std::string text;
   metrics::writeText(sink.families(), text);
-  EXPECT_NE(text.find("memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_write_folio\"} 0\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_write_folio\"} 0\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("memcg_trace_event_enabled{event=\"cgroup:cgroup_attach_task\"} 0\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_memcg_reclaim_begin\"} 1\n"),
+  EXPECT_NE(
+      text.find("memcg_trace_event_enabled{event=\"cgroup:cgroup_attach_task\"} 0\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_memcg_reclaim_"
+                      "begin\"} 1\n"),
             std::string::npos);
   size_t ones = 0, zeros = 0;
-  for (size_t p = 0; (p = text.find("\nmemcg_trace_event_enabled{", p)) != std::string::npos; ++p) {
+  for (size_t p = 0;
+       (p = text.find("\nmemcg_trace_event_enabled{", p)) != std::string::npos; ++p) {
     const std::string line = text.substr(p + 1, text.find('\n', p + 1) - p - 1);
     (line.ends_with("} 1") ? ones : zeros) += 1;
   }
@@ -112,12 +119,13 @@ TEST_F(EnableEventsTest, ARefusedEventIsReportedAndTheRestAreTraced) {
 }
 
 TEST_F(EnableEventsTest, EveryEventRefusedEnablesNothing) {
-  const std::vector<EventType> want = {EventType::kMemcgReclaimBegin, EventType::kMemcgReclaimEnd};
+  const std::vector<EventType> want = {EventType::kMemcgReclaimBegin,
+                                       EventType::kMemcgReclaimEnd};
   ::testing::internal::CaptureStderr();
-  EventEnableResult r = enableEvents(
-      want, *dec_, *formats_, 0,
-      injector({"vmscan:mm_vmscan_memcg_reclaim_begin", "vmscan:mm_vmscan_memcg_reclaim_end"},
-               EBUSY));
+  EventEnableResult r = enableEvents(want, *dec_, *formats_, 0,
+                                     injector({"vmscan:mm_vmscan_memcg_reclaim_begin",
+                                               "vmscan:mm_vmscan_memcg_reclaim_end"},
+                                              EBUSY));
   (void)::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(r.enabled.empty());
   ASSERT_EQ(r.refused.size(), 2u);

@@ -64,6 +64,10 @@ const metrics::Desc kExitsLost = nodeCounter(
 const metrics::Desc kOverruns = nodeCounter(
     "memcg_delay_exit_listener_overruns_total",
     "Times the TASKSTATS exit listener's socket overflowed (exit records lost).");
+const metrics::Desc kQueryOverruns = nodeCounter(
+    "memcg_delay_query_overruns_total",
+    "Times the TASKSTATS query socket's receive buffer overflowed (ENOBUFS); the lost "
+    "replies were asked for again.");
 const metrics::Desc kExitsLocated = nodeCounter(
     "memcg_delay_exits_located_total",
     "Exited processes no scrape saw alive, folded into the cgroup they were in (tracer's pid "
@@ -148,12 +152,14 @@ class TaskstatsCollector : public Collector {
     sink.add(kExitsLost, {}, static_cast<double>(st.exits_without_record));
     sink.add(kExitsLocated, {}, static_cast<double>(st.exits_located));
     sink.add(kOverruns, {}, static_cast<double>(st.listener_overruns));
+    sink.add(kQueryOverruns, {}, static_cast<double>(st.query_overruns));
     sink.add(kListening, {}, st.listening ? 1 : 0);
   }
 
   std::vector<const metrics::Desc*> describe() const override {
-    std::vector<const metrics::Desc*> out = {&kEnabled, &kEnabledByUs, &kExitsFolded,
-                                             &kExitsLost, &kExitsLocated, &kOverruns, &kListening, &kProcesses};
+    std::vector<const metrics::Desc*> out = {
+        &kEnabled,  &kEnabledByUs,   &kExitsFolded, &kExitsLost, &kExitsLocated,
+        &kOverruns, &kQueryOverruns, &kListening,   &kProcesses};
     for (const auto& c : classes_) {
       out.push_back(&c.count);
       out.push_back(&c.total);

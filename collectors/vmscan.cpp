@@ -127,6 +127,13 @@ class VmscanCollector : public Collector {
     for (const Cgroup& c : ctx.tree.cgroups) selection.add(c.path, c.inode);
     tracing::renderTraceSnapshot(s, sink, &selection);
     tracer_->reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
+    // Reads failing in the reader's last round (the instance's files gone
+    // bad): the trace figures are incomplete. The session logs the first.
+    if (s.reads_failing) {
+      ctx.fail(makeError(EIO, tracer_->session().instanceDir(),
+                         "reads of trace_pipe_raw failing (" +
+                             std::to_string(s.read_errors) + " so far)"));
+    }
     if (!s.running) {
       if (!stopped_logged_.exchange(true)) log::warn("vmscan trace reader is not running");
       ctx.fail(makeError(EIO, tracer_->session().instanceDir(), "trace reader stopped"));

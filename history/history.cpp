@@ -7,10 +7,12 @@
 #include <set>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/log.h"
 #include "history/chunk.h"
 #include "metrics/descriptors.h"
+#include "promql/labels.h"
 #include "promql/parser.h"
 
 namespace memcg::history {
@@ -118,6 +120,11 @@ struct History::Impl {
   std::vector<std::unique_ptr<Series>> series;
   std::unordered_map<std::string, std::vector<Series*>> byName;
   std::unordered_map<uint64_t, Series*> appended;  // hashLabels -> live series
+  // hashLabels of appended series refused by the limit, so that a rule's
+  // series is counted once, not at every evaluation (bounded: past
+  // kMaxRefusedKept refusals are counted per sample again).
+  static constexpr size_t kMaxRefusedKept = 1 << 16;
+  std::unordered_set<uint64_t> refusedAppended;
   struct Entry {
     Series* live = nullptr;
     uint64_t gen = 0;  // selection generation of `sels`
@@ -143,10 +150,18 @@ struct History::Impl {
   bool stop = false;
   std::thread thread;
 
-  // Caller holds mu exclusively.
+  // Caller holds mu exclusively. A refused series is counted once (`count`
+  // is false when the caller knows it was refused before) and the first
+  // refusal of the history's life is logged: the counter tells the rest.
   Series* newSeries(Labels ls, uint64_t inode, bool sampled, bool count = true) {
     if (series.size() >= opts.seriesLimit) {
-      if (count) refused.fetch_add(1);
+      if (count && refused.fetch_add(1) == 0) {
+        log::warn(
+            "history series limit reached: new series are refused and counted in "
+            "memcg_exporter_history_series_refused_total",
+            "limit=" + std::to_string(opts.seriesLimit) +
+                " first=" + log::quote(promql::labelsString(ls)));
+      }
       return nullptr;
     }
     auto s = std::make_unique<Series>();
@@ -326,8 +341,14 @@ bool History::append(const promql::Labels& labels, int64_t t, double v) {
   if (s && s->labels != labels) s = nullptr;  // a hash collision: not that series
   if (!s) {
     if (promql::isStaleNaN(v)) return false;
-    s = I.newSeries(labels, 0, false);
-    if (!s) return false;
+    const bool refusedBefore = I.refusedAppended.count(h) != 0;
+    s = I.newSeries(labels, 0, false, !refusedBefore);
+    if (!s) {
+      if (!refusedBefore && I.refusedAppended.size() < Impl::kMaxRefusedKept)
+        I.refusedAppended.insert(h);
+      return false;
+    }
+    if (refusedBefore) I.refusedAppended.erase(h);
     I.appended[h] = s;
   }
   if (t <= s->lastT) return false;

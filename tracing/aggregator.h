@@ -94,10 +94,16 @@ struct TraceSnapshot {
   uint64_t events_read = 0;    ///< records read from the ring buffers
   uint64_t events_lost = 0;    ///< overrun + dropped per the kernel's per-CPU stats
   uint64_t decode_errors = 0;  ///< records of unknown id or too short
+  uint64_t read_errors = 0;    ///< reads of trace_pipe_raw that failed (not EAGAIN)
+  bool reads_failing = false;  ///< a read failed in the reader's last round
   uint64_t reader_cpu_ns = 0;  ///< CPU time used by the reader thread so far
   /// Records handed out older than one before them (tracefs_session.h): 0
   /// unless a record was committed later than the reader's bound allows.
   uint64_t events_out_of_order = 0;
+  /// Events enabled in the instance, and those the kernel refused to enable
+  /// (Tracer::start, enableEvents): memcg_trace_event_enabled 1 / 0.
+  std::vector<EventType> events_enabled;
+  std::vector<EventType> events_refused;
   LockSnapshot locks;          ///< lock probes (lock_stats.h); enabled set by Tracer
 };
 

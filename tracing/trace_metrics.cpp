@@ -117,6 +117,11 @@ const Desc kWakeReqOrder = metrics::nodeCounter("memcg_node_vmscan_wakeup_reques
 
 const Desc kUp = metrics::nodeGauge("memcg_trace_up",
                       "1 if the tracepoint reader is running, 0 if tracing is unavailable.");
+const Desc kEventEnabled = metrics::nodeGauge(
+    "memcg_trace_event_enabled",
+    "1 for each tracepoint enabled in the exporter's tracefs instance, 0 for one the kernel "
+    "refused to enable (traced without it; the log says why).",
+    {"event"});
 const Desc kEvents = metrics::nodeCounter("memcg_trace_events_total",
                           "Trace records read from the exporter's tracefs instance.");
 const Desc kLost = metrics::nodeCounter("memcg_trace_events_lost_total",
@@ -124,6 +129,10 @@ const Desc kLost = metrics::nodeCounter("memcg_trace_events_lost_total",
                         "commit overrun, dropped).");
 const Desc kDecodeErrors = metrics::nodeCounter("memcg_trace_decode_errors_total",
                                 "Trace records of an unknown event id or too short to decode.");
+const Desc kReadErrors = metrics::nodeCounter(
+    "memcg_trace_read_errors_total",
+    "Reads of the instance's per-CPU trace_pipe_raw that failed (other than nothing to read); "
+    "the vmscan collector reports failure while the reader's last round had one.");
 const Desc kUnpairedEvents = metrics::nodeCounter("memcg_vmscan_unpaired_events_total",
     "Reclaim begins and ends without a partner, all cgroups, by kind and reason: "
     "end_without_begin, begin_without_end, begin_open_too_long (events lost or applied out of "
@@ -265,7 +274,8 @@ std::vector<const metrics::Desc*> traceMetricDescs() {
           &kReaderCpu,    &kPidCache,      &kPidLookups,     &kPidLookupFailures,
           &kOverflowEvents, &kIsoScanned,  &kIsoTaken,       &kActiveTaken,  &kDeactivated,
           &kWrites,       &kThrottled,     &kThrottledSec,   &kSlabCalls,    &kSlabFreed,
-          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved, &kUnpairedEvents, &kOutOfOrder};
+          &kSlabSec,      &kPageoutScanned, &kPageoutReclaimed, &kCgroupsRemoved, &kUnpairedEvents, &kOutOfOrder,
+          &kEventEnabled, &kReadErrors};
   auto locks = lockMetricDescs();
   all.insert(all.end(), locks.begin(), locks.end());
   return all;
@@ -277,7 +287,14 @@ void renderTraceSnapshot(const TraceSnapshot& s, metrics::Sink& sink,
   sink.add(kEvents, {}, d(s.events_read));
   sink.add(kLost, {}, d(s.events_lost));
   sink.add(kDecodeErrors, {}, d(s.decode_errors));
+  sink.add(kReadErrors, {}, d(s.read_errors));
   sink.add(kOutOfOrder, {}, d(s.events_out_of_order));
+  auto eventState = [&](EventType t, double v) {
+    const EventName* en = eventName(t);
+    if (en) sink.add(kEventEnabled, {sink.keep(std::string(en->system) + ":" + en->name)}, v);
+  };
+  for (EventType t : s.events_enabled) eventState(t, 1);
+  for (EventType t : s.events_refused) eventState(t, 0);
   for (size_t k = 0; k < kReclaimKinds; ++k) {
     for (size_t r = 0; r < kUnpairedReasons; ++r) {
       sink.add(kUnpairedEvents,

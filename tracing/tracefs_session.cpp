@@ -313,6 +313,7 @@ SessionStats TracefsSession::stats() const {
   s.lost = lost_.load(std::memory_order_relaxed);
   s.missed_flags = missed_.load(std::memory_order_relaxed);
   s.read_errors = read_errors_.load(std::memory_order_relaxed);
+  s.reads_failing = reads_failing_.load(std::memory_order_relaxed);
   s.rounds = rounds_.load(std::memory_order_relaxed);
   s.reader_cpu_ns = reader_cpu_ns_.load(std::memory_order_relaxed);
   s.out_of_order = out_of_order_.load(std::memory_order_relaxed);
@@ -379,6 +380,7 @@ bool TracefsSession::drainRound(bool final_round) {
     }
   }
   bool more = false;
+  const uint64_t errors_before = read_errors_.load(std::memory_order_relaxed);
   RecordMerger& m = *merger_;
   for (size_t i = 0; i < cpus_.size(); ++i) {
     Cpu& c = *cpus_[i];
@@ -395,7 +397,15 @@ bool TracefsSession::drainRound(bool final_round) {
         if (errno == EINTR) continue;
         // EAGAIN: nothing more committed. Another error: counted, and the
         // CPU taken as drained so that it cannot hold the others back.
-        if (errno != EAGAIN) read_errors_.fetch_add(1, std::memory_order_relaxed);
+        if (errno != EAGAIN &&
+            read_errors_.fetch_add(1, std::memory_order_relaxed) == 0) {
+          // Once: memcg_trace_read_errors_total counts the rest.
+          log::warn("tracefs read failed; that CPU's events are skipped this round",
+                    "path=" +
+                        log::quote(instance_dir_ + "/per_cpu/cpu" +
+                                   std::to_string(c.cpu) + "/trace_pipe_raw") +
+                        " err=" + log::quote(strerror(errno)));
+        }
         drained = true;
         break;
       }
@@ -418,6 +428,8 @@ bool TracefsSession::drainRound(bool final_round) {
     }
     m.setDrained(i, drained);
   }
+  reads_failing_.store(read_errors_.load(std::memory_order_relaxed) != errors_before,
+                       std::memory_order_relaxed);
   subbufs_.store(m.subbufs(), std::memory_order_relaxed);
   const uint64_t n = m.emit(watermark, sink_);
   records_.fetch_add(n, std::memory_order_relaxed);

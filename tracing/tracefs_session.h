@@ -146,6 +146,7 @@ struct SessionStats {
   uint64_t lost = 0;          ///< overrun + commit overrun + dropped (kernel stats)
   uint64_t missed_flags = 0;  ///< events the sub-buffer headers flagged as missed
   uint64_t read_errors = 0;   ///< read() failures other than EAGAIN
+  bool reads_failing = false;  ///< a read() failed (not EAGAIN) in the last round
   uint64_t rounds = 0;
   uint64_t out_of_order = 0;  ///< handed out older than a record before them
   uint64_t held = 0;          ///< read, waiting for a later round (last round)
@@ -222,6 +223,7 @@ class TracefsSession {
   std::condition_variable cv_;
   bool stop_requested_ = false;
   std::atomic<bool> running_{false};
+  std::atomic<bool> reads_failing_{false};
 
   std::atomic<uint64_t> records_{0}, subbufs_{0}, lost_{0}, missed_{0}, read_errors_{0},
       rounds_{0}, reader_cpu_ns_{0}, out_of_order_{0}, held_{0};

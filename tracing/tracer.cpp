@@ -60,25 +60,22 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
       want.push_back(e.type);
     }
   }
-  for (EventType type : want) {
-    if (type == EventType::kKernelStack) continue;  // a record format, not an event
-    const EventName* en = eventName(type);
-    if (!t->decoder_->supports(type)) {
-      log::info("tracepoint not available on this kernel",
-                "event=" + std::string(en->name));
-      continue;
-    }
-    std::string filter;
-    if (type == EventType::kCgroupAttach) {
-      filter = "dst_root==" + std::to_string(aopts.hierarchy_id);
-    } else if (type == EventType::kCgroupRmdir) {
-      filter = "root==" + std::to_string(aopts.hierarchy_id);
-    }
-    if (isLockEvent(type)) filter = lockEventFilter(type, aopts.hierarchy_id);
-    auto st = t->session_->enableEvent(en->system, t->formats_->nameOf(type), filter);
-    if (!st.ok()) return st.error();
-    t->enabled_.push_back(type);
-  }
+  EventEnableResult en = enableEvents(
+      want, *t->decoder_, *t->formats_, aopts.hierarchy_id,
+      [s = t->session_.get(), &inject = opts.enable_fault_injector](
+          const char* sys, const char* ev, const std::string& filter) -> Status {
+        if (inject) {
+          if (int e = inject(sys, ev); e != 0) {
+            return makeError(e,
+                             s->instanceDir() + "/events/" + sys + "/" + ev + "/enable",
+                             "enable (injected)");
+          }
+        }
+        return s->enableEvent(sys, ev, filter);
+      });
+  if (en.enabled.empty() && !en.refused.empty()) return en.refused.front().second;
+  t->enabled_ = std::move(en.enabled);
+  for (const auto& r : en.refused) t->refused_.push_back(r.first);
 
   aopts.mono_clock = t->session_->traceClock() == "mono";
   for (EventType type : t->enabled_) {
@@ -100,6 +97,38 @@ Result<std::unique_ptr<Tracer>> Tracer::start(const TracerOptions& opts) {
   auto st = t->session_->start(t.get());
   if (!st.ok()) return st.error();
   return t;
+}
+
+EventEnableResult enableEvents(const std::vector<EventType>& want, const Decoder& decoder,
+                               const EventFormats& formats, int hierarchy_id,
+                               const EnableEventFn& enable) {
+  EventEnableResult out;
+  for (EventType type : want) {
+    if (type == EventType::kKernelStack) continue;  // a record format, not an event
+    const EventName* en = eventName(type);
+    if (!decoder.supports(type)) {
+      log::info("tracepoint not available on this kernel",
+                "event=" + std::string(en->name));
+      continue;
+    }
+    std::string filter;
+    if (type == EventType::kCgroupAttach) {
+      filter = "dst_root==" + std::to_string(hierarchy_id);
+    } else if (type == EventType::kCgroupRmdir) {
+      filter = "root==" + std::to_string(hierarchy_id);
+    }
+    if (isLockEvent(type)) filter = lockEventFilter(type, hierarchy_id);
+    Status st = enable(en->system, formats.nameOf(type), filter);
+    if (!st.ok()) {
+      log::warn("tracepoint enable refused by the kernel; tracing without it",
+                "event=" + std::string(en->system) + ":" + en->name +
+                    " err=" + log::quote(st.error().message()));
+      out.refused.emplace_back(type, st.error());
+      continue;
+    }
+    out.enabled.push_back(type);
+  }
+  return out;
 }
 
 bool scanEventWanted(EventType t, const TracerOptions& o) {
@@ -180,8 +209,12 @@ TraceSnapshot Tracer::snapshot() const {
   s.events_read = ss.records;
   s.events_lost = ss.lost;
   s.decode_errors = decode_errors_.load(std::memory_order_relaxed);
+  s.read_errors = ss.read_errors;
+  s.reads_failing = ss.reads_failing;
   s.reader_cpu_ns = ss.reader_cpu_ns;
   s.events_out_of_order = ss.out_of_order;
+  s.events_enabled = enabled_;
+  s.events_refused = refused_;
   s.locks.enabled = locks_;
   s.locks.callers = callers_.load();
   return s;

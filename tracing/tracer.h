@@ -54,6 +54,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,6 +103,11 @@ struct TracerOptions {
   std::chrono::milliseconds lock_caller_interval{1000};
   /// Only these events if non-empty (tests); overrides the switches above.
   std::vector<EventType> only_events;
+  /// Tests: called before each event's enable is written (kernel names, e.g.
+  /// "vmscan", "mm_vmscan_write_folio"); a non-zero errno is taken as the
+  /// kernel's refusal and that event is not written (like
+  /// ActuatorOptions::faultInjector).
+  std::function<int(const char* system, const char* event)> enable_fault_injector;
 };
 
 /// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,
@@ -123,6 +129,8 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   Aggregator& aggregator() { return *aggregator_; }
   const TracefsSession& session() const { return *session_; }
   const std::vector<EventType>& enabledEvents() const { return enabled_; }
+  /// Events the kernel refused to enable (traced without them).
+  const std::vector<EventType>& refusedEvents() const { return refused_; }
   /// procfs the tracer reads (for /proc/kallsyms in lock reports).
   const std::string& procfs() const { return procfs_; }
   /// Whether lock reports may show raw kernel addresses (TracerOptions).
@@ -156,6 +164,7 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   std::unique_ptr<Decoder> decoder_;
   std::unique_ptr<Aggregator> aggregator_;
   std::vector<EventType> enabled_;
+  std::vector<EventType> refused_;
   std::vector<Event> chunk_;
   size_t chunk_used_ = 0;
   std::atomic<uint64_t> decode_errors_{0};
@@ -174,5 +183,24 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
 
 /// Whether `opts` wants the detail event `t` (true for the other events).
 bool scanEventWanted(EventType t, const TracerOptions& opts);
+
+/// Writes a filter (if non-empty) and `enable` of one event of the instance:
+/// TracefsSession::enableEvent in the tracer, a fault injector in tests.
+using EnableEventFn = std::function<Status(const char* system, const char* event,
+                                           const std::string& filter)>;
+/// What enabling the wanted events gave.
+struct EventEnableResult {
+  std::vector<EventType> enabled;
+  /// Refused by the kernel (the write of its filter or enable failed): traced
+  /// without it, reported as memcg_trace_event_enabled 0 and logged once.
+  std::vector<std::pair<EventType, Error>> refused;
+};
+/// Enables each event of `want` the decoder supports (an event this kernel
+/// lacks is skipped, logged at info, and is neither enabled nor refused),
+/// with its in-kernel filter for `hierarchy_id`. A refusal does not stop the
+/// others (issue 19: "the kernel refusing an event enable").
+EventEnableResult enableEvents(const std::vector<EventType>& want, const Decoder& decoder,
+                               const EventFormats& formats, int hierarchy_id,
+                               const EnableEventFn& enable);
 
 }  // namespace memcg::tracing

@@ -36,13 +36,14 @@ Result<std::vector<uint32_t>> parseIdList(std::string_view text, const std::stri
 
 Result<std::unique_ptr<CgroupDelayAggregator>> CgroupDelayAggregator::create(
     Options opts) {
-  auto client = TaskstatsClient::open();
+  auto client = TaskstatsClient::open(opts.query_rcvbuf);
   if (!client.ok()) return client.error();
   std::unique_ptr<CgroupDelayAggregator> a(
       new CgroupDelayAggregator(std::move(client.value()), std::move(opts)));
   if (a->opts_.locate_exit) a->ledger_.setExitLocator(a->opts_.locate_exit);
   if (a->opts_.listen_exits) {
-    auto l = ExitListener::open(a->client_.familyId(), a->opts_.cpumask);
+    auto l = ExitListener::open(a->client_.familyId(), a->opts_.cpumask,
+                                a->opts_.listener_rcvbuf);
     if (l.ok()) {
       a->listener_.emplace(std::move(l.value()));
     } else {
@@ -95,12 +96,36 @@ void CgroupDelayAggregator::drainLocked() {
   if (!n.ok()) {
     log::debug("taskstats exit drain failed", "err=" + log::quote(n.error().message()));
   }
+  logOverrunsLocked();
   // Exits not placed yet (the tracer had not seen the task): a few times a
   // second, not on every drain (collect() drains once per cgroup).
   const auto now = std::chrono::steady_clock::now();
   if (ledger_.pendingExits() != 0 && now - retried_at_ >= std::chrono::milliseconds(200)) {
     retried_at_ = now;
     ledger_.retryPending(now);
+  }
+}
+
+void CgroupDelayAggregator::logOverrunsLocked() {
+  // The first overflow of each socket is logged at once, later ones at most
+  // once a minute (the counters in the metrics have every one).
+  const auto now = std::chrono::steady_clock::now();
+  auto note = [&](OverrunLog& lg, uint64_t total, const char* msg, const char* key) {
+    if (total == lg.logged) return;
+    if (lg.at && now - *lg.at < std::chrono::minutes(1)) return;
+    log::warn(msg, std::string(key) + "=" + std::to_string(total));
+    lg.logged = total;
+    lg.at = now;
+  };
+  note(query_overrun_log_, client_.overruns(),
+       "taskstats query socket overflowed (ENOBUFS): the lost replies were asked for "
+       "again",
+       "query_overruns");
+  if (listener_) {
+    note(listener_overrun_log_, listener_->overruns(),
+         "taskstats exit listener overflowed (ENOBUFS): exit records lost, those "
+         "processes keep their last scraped delays",
+         "exit_listener_overruns");
   }
 }
 
@@ -150,6 +175,7 @@ Result<CgroupDelays> CgroupDelayAggregator::collect(
   // Exit records of processes that left the list are queued by now (the
   // kernel sends them before the task leaves cgroup.procs).
   drainLocked();
+  logOverrunsLocked();  // also without a listener (drainLocked returns early then)
   CgroupDelays out = ledger_.end(dir);
   if (!s.ok()) return s.error();
   return out;
@@ -171,6 +197,7 @@ CgroupDelayAggregator::Stats CgroupDelayAggregator::stats() const {
   static_cast<DelayLedger::Stats&>(s) = ledger_.stats();
   s.listening = listener_.has_value();
   s.listener_overruns = listener_ ? listener_->overruns() : 0;
+  s.query_overruns = client_.overruns();
   return s;
 }
 

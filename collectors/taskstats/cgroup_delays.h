@@ -50,9 +50,15 @@ class CgroupDelayAggregator {
     /// cgroup.procs this often (no queries; 0 = never), so a process that
     /// lived at least this long is placed even without a locator.
     std::chrono::milliseconds sample_members{1000};
+    /// Receive buffers of the query socket and of the exit listener (bytes;
+    /// the kernel doubles them). Small ones make the kernel drop replies and
+    /// notifications (ENOBUFS): counted, logged, retried (tests).
+    int query_rcvbuf = 1 << 20;
+    int listener_rcvbuf = 8 << 20;
   };
   struct Stats : DelayLedger::Stats {
     uint64_t listener_overruns = 0;  ///< ENOBUFS on the exit listener (records lost)
+    uint64_t query_overruns = 0;     ///< ENOBUFS on the query socket (replies retried)
     bool listening = false;          ///< the exit listener is registered
   };
 
@@ -98,6 +104,8 @@ class CgroupDelayAggregator {
   CgroupDelayAggregator(TaskstatsClient client, Options opts)
       : client_(std::move(client)), opts_(std::move(opts)) {}
   void drainLocked();
+  // A warning when a socket overflowed: per socket, at most once a minute.
+  void logOverrunsLocked();
   void sampleLocked();
   void exitLoop();
 
@@ -107,6 +115,11 @@ class CgroupDelayAggregator {
   DelayLedger ledger_;
   std::chrono::steady_clock::time_point retried_at_{};
   std::chrono::steady_clock::time_point sampled_at_{};
+  struct OverrunLog {
+    uint64_t logged = 0;  ///< overruns when last logged
+    std::optional<std::chrono::steady_clock::time_point> at;
+  };
+  OverrunLog query_overrun_log_, listener_overrun_log_;
   std::optional<ExitListener> listener_;
   Fd wake_fd_;
   std::atomic<bool> stop_{false};

@@ -113,8 +113,8 @@ Result<std::vector<size_t>> receive(int fd, std::vector<uint8_t>& buf, size_t ma
 
 }  // namespace
 
-Result<TaskstatsClient> TaskstatsClient::open() {
-  auto fd = openSocket(1 << 20);
+Result<TaskstatsClient> TaskstatsClient::open(int rcvbuf) {
+  auto fd = openSocket(rcvbuf);
   if (!fd.ok()) return fd.error();
   std::vector<uint8_t> req;
   static constexpr char kName[] = TASKSTATS_GENL_NAME;
@@ -160,7 +160,11 @@ Status TaskstatsClient::queryMany(std::span<const uint32_t> ids, IdKind kind,
     while (pending > 0) {
       auto sizes = receive(fd_.get(), recv_buf_, pending, dontwait);
       if (!sizes.ok()) {
-        if (sizes.error().err == ENOBUFS) continue;  // overrun: retry below
+        if (sizes.error().err == ENOBUFS) {  // replies dropped: retried below
+          ++overruns_;
+          dontwait = true;  // what was not dropped is queued: read it, do not wait
+          continue;
+        }
         break;  // EAGAIN/timeout: the rest is retried one by one below
       }
       dontwait = true;

@@ -28,8 +28,9 @@ enum class IdKind : uint8_t { kPid, kTgid };
 /// Synchronous query socket. Not thread-safe: one per thread.
 class TaskstatsClient {
  public:
-  /// Opens a NETLINK_GENERIC socket and resolves the TASKSTATS family id.
-  static Result<TaskstatsClient> open();
+  /// Opens a NETLINK_GENERIC socket (receive buffer `rcvbuf` bytes, forced
+  /// when permitted) and resolves the TASKSTATS family id.
+  static Result<TaskstatsClient> open(int rcvbuf = 1 << 20);
 
   uint16_t familyId() const { return family_; }
 
@@ -39,10 +40,15 @@ class TaskstatsClient {
 
   /// Queries many ids, `batch` requests per sendmsg() and replies read with
   /// recvmmsg(); calls fn(id, result) once per id, in order. Replies lost to a
-  /// full receive buffer are retried one by one. Fails only if the socket fails.
+  /// full receive buffer (the kernel drops them and the next read fails with
+  /// ENOBUFS, counted in overruns()) are retried one by one. Fails only if
+  /// the socket fails.
   using QueryFn = std::function<void(uint32_t id, Result<TaskStats>&& r)>;
   Status queryMany(std::span<const uint32_t> ids, IdKind kind, const QueryFn& fn,
                    size_t batch = 64);
+
+  /// Reads that failed with ENOBUFS: the kernel dropped replies to this socket.
+  uint64_t overruns() const { return overruns_; }
 
   /// The raw reply datagram (netlink header included), for fixtures.
   Result<std::vector<uint8_t>> queryRaw(uint32_t id, IdKind kind);
@@ -54,6 +60,7 @@ class TaskstatsClient {
   Fd fd_;
   uint16_t family_ = 0;
   uint32_t seq_ = 1;
+  uint64_t overruns_ = 0;
   std::vector<uint8_t> send_buf_;
   std::vector<uint8_t> recv_buf_;
 };

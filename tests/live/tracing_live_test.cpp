@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <functional>
 
+#include "metrics/text_format.h"
 #include "tests/support/tracing_live_support.h"
+#include "tracing/trace_metrics.h"
 #include "tracing/tracer.h"
 
 namespace memcg::tracing {
@@ -192,6 +194,79 @@ TEST_F(TracingLive, TinyBufferReportsLostEvents) {
               static_cast<unsigned long>(s.events_lost),
               static_cast<unsigned long>((*tracer)->session().stats().missed_flags));
   EXPECT_GT(s.events_lost, 0u);
+}
+
+// Fault (issue 19): the kernel refusing an event enable, on the real kernel.
+// lru_shrink_inactive's enable is refused (TracerOptions::enable_fault_injector
+// stands in for the kernel's EINVAL); everything else is enabled in the real
+// instance and traced: a memcg streaming a file 4x its limit gets its reclaim
+// counted, its LRU pages (the refused event's) stay 0, the instance's enable
+// files say which, and the snapshot and its exposition report the refusal.
+TEST_F(TracingLive, RefusedEnableLeavesTheRestTraced) {
+  TracerOptions o = options(9);
+  o.enable_fault_injector = [](const char*, const char* ev) {
+    return std::string_view(ev) == "mm_vmscan_lru_shrink_inactive" ? EINVAL : 0;
+  };
+  Cgroup cg(uniq("trace", 909));
+  ASSERT_TRUE(cg.ok);
+  ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(32 * kMiB)));
+  DataFile f("/var/tmp/" + uniq("file", 909), 128 * kMiB);
+  ASSERT_TRUE(f.ok);
+  auto tracer = Tracer::start(o);
+  ASSERT_TRUE(tracer.ok()) << tracer.error().message();
+  Tracer& t = **tracer;
+  ASSERT_EQ(t.refusedEvents(), std::vector<EventType>{EventType::kLruShrinkInactive});
+  const std::string events =
+      kTracefs + "/instances/" + o.session.instance_name + "/events/";
+  auto enabled = [&](const std::string& ev) {
+    auto v = readWholeFile(events + ev + "/enable");
+    return v.ok() ? *v : "unreadable: " + v.error().message();
+  };
+  EXPECT_EQ(enabled("vmscan/mm_vmscan_lru_shrink_inactive"), "0\n");
+  EXPECT_EQ(enabled("vmscan/mm_vmscan_memcg_reclaim_end"), "1\n");
+  Child k(f.path);
+  ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(k.pid)));
+  k.start();
+  EXPECT_EQ(k.wait(), 0);
+  const std::string label = cg.path.substr(std::string(kMemcgRoot).size());
+  const CgroupTraceStats* c = nullptr;
+  TraceSnapshot s;
+  // The reader hands records out within a poll or two: poll with a deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    s = t.snapshot();
+    c = findCgroup(s, label);
+    if (c && c->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total > 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "no memcg reclaim traced for " << label;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  uint64_t lru = 0;
+  for (const auto& ctx : c->lru)
+    for (const auto& l : ctx) lru += l.scanned_pages;
+  std::printf(
+      "[ live ] refused lru_shrink_inactive: %zu events enabled, memcg reclaims %lu, "
+      "lru pages scanned %lu\n",
+      t.enabledEvents().size(),
+      static_cast<unsigned long>(
+          c->reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total),
+      static_cast<unsigned long>(lru));
+  EXPECT_EQ(lru, 0u) << "the refused event was not traced";
+  EXPECT_TRUE(s.running);
+  metrics::Sink sink;
+  renderTraceSnapshot(s, sink, nullptr);
+  std::string text;
+  metrics::writeText(sink.families(), text);
+  EXPECT_EQ(
+      sampleValue(
+          text,
+          "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_lru_shrink_inactive\"}"),
+      0);
+  EXPECT_EQ(
+      sampleValue(
+          text,
+          "memcg_trace_event_enabled{event=\"vmscan:mm_vmscan_memcg_reclaim_end\"}"),
+      1);
 }
 
 TEST_F(TracingLive, InstanceRemovedAndStaleOneReplaced) {

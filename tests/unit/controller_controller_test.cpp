@@ -1,16 +1,19 @@
 // The controller on a v1 fixture tree (polling: a regular file never
 // signals): validation, an episode that reaches the target margin, dry-run,
 // the allow-list, metrics, audit log, and the journal replay at start-up.
+#include "controller/controller.h"
+
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <thread>
 
-#include "controller/controller.h"
 #include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {
@@ -382,6 +385,90 @@ TEST_F(ControllerTest, StartupReplaysTheJournal) {
   EXPECT_TRUE((*j)->pending().empty());
   // The disabled-controller path: nothing pending, nothing done.
   EXPECT_EQ(recoverJournal(opts_).pending, 0u);
+}
+
+// Faults (issue 19): EBUSY, ENOSPC and EINTR on the controller's limit write
+// (injected before the write reaches the file). Each is counted by result in
+// memcg_controller_actions_total, written to the audit log and logged (the
+// "controller audit" line on stderr), the limit is never seen changed when
+// the write failed, and nothing is left pending in the journal.
+TEST_F(ControllerTest, WriteFaultsAreCountedAuditedAndLogged) {
+  struct Case {
+    int err;
+    const char* result;
+    const char* detail;  // in the audit line and the state API
+  };
+  const Case cases[] = {{EBUSY, "busy", "EBUSY"},
+                        {ENOSPC, "error", "No space left on device"},
+                        {EINTR, "ok", nullptr}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.result);
+    t_.write("memory/a/memory.usage_in_bytes", std::to_string(100 * MiB) + "\n");
+    t_.write("memory/a/memory.limit_in_bytes", std::to_string(256 * MiB) + "\n");
+    t_.write("audit.jsonl", "");
+    ActuatorOptions o = seams();
+    auto inner = o.faultInjector;
+    std::atomic<int> injected{0};
+    // Every lowering write fails (EINTR: the first two; the actuator retries).
+    o.faultInjector = [&, inner](std::string_view f, std::string_view text) {
+      if (f == "memory.limit_in_bytes" && text != std::to_string(256 * MiB) &&
+          (k.err != EINTR || injected.load() < 2)) {
+        injected.fetch_add(1);
+        return k.err;
+      }
+      return inner(f, text);
+    };
+    ::testing::internal::CaptureStderr();
+    {
+      Controller c(opts_, *discovery_, o);
+      c.start();
+      ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
+      ASSERT_TRUE(waitFor([&] { return waiterChecked(); }));
+      t_.write("memory/a/memory.usage_in_bytes", std::to_string(200 * MiB) + "\n");
+      double counted = 0;
+      ASSERT_TRUE(waitFor([&] {
+        metrics::Sink s;
+        c.collect(s);
+        counted = value(s, "memcg_controller_actions_total", k.result);
+        return counted >= 1;
+      })) << c.state().dump();
+      if (k.err != EINTR) {
+        EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"),
+                  std::to_string(256 * MiB) + "\n")
+            << "a failed lowering never changed the limit";
+        auto st = c.state();
+        EXPECT_EQ(st["protections"][0]["last_result"], k.result);
+        EXPECT_NE(st.dump().find(k.detail), std::string::npos) << st.dump();
+        metrics::Sink s;
+        c.collect(s);
+        EXPECT_EQ(value(s, "memcg_controller_actions_total", "ok"), 0);
+        EXPECT_EQ(value(s, "memcg_controller_reclaimed_bytes_total"), 0);
+      }
+      (void)c.unprotect("/a");
+      c.stop();
+    }
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    const std::string audit = t_.read("audit.jsonl");
+    const std::string result = std::string("\"result\":\"") + k.result + "\"";
+    std::printf("%s: %d faults injected; audit lines with %s: %zu\n", strerror(k.err),
+                injected.load(), result.c_str(),
+                static_cast<size_t>(std::count(audit.begin(), audit.end(), '\n')));
+    EXPECT_GE(injected.load(), k.err == EINTR ? 2 : 1);
+    EXPECT_NE(audit.find(result), std::string::npos) << audit;
+    // The log line carries the same entry (quoted: \" inside).
+    const std::string logged = std::string("\\\"result\\\":\\\"") + k.result;
+    EXPECT_NE(log.find("msg=\"controller audit\""), std::string::npos) << log;
+    EXPECT_NE(log.find(logged), std::string::npos) << log;
+    if (k.detail) {
+      EXPECT_NE(audit.find(k.detail), std::string::npos) << audit;
+    } else {
+      EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB))
+          << "EINTR retried: lowered, then restored";
+    }
+    auto j = Journal::open(opts_.journal);
+    ASSERT_TRUE(j.ok());
+    EXPECT_TRUE((*j)->pending().empty()) << "nothing left pending in the journal";
+  }
 }
 
 TEST_F(ControllerTest, BadOptionsThrow) {

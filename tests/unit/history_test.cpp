@@ -205,6 +205,10 @@ TEST(History, RetentionDropsOldChunks) {
   EXPECT_LE(double(st.bytes) / st.samples, 2.0);
 }
 
+// Fault (issue 19): the history at its series limit. Refused series are
+// counted once each (sampled ones and a recording rule's appended one, not per
+// sample), the first refusal is logged once, the kept series keep their
+// samples and queries over them are right, and the history's own metrics say so.
 TEST(History, SeriesLimitRefusesAndCounts) {
   FakeSource src;
   for (int i = 0; i < 10; ++i)
@@ -213,11 +217,56 @@ TEST(History, SeriesLimitRefusesAndCounts) {
   o.seriesLimit = 4;
   o.match = {"test_usage_bytes"};
   auto h = make(src, o);
-  for (int i = 0; i < 3; ++i) h->sampleOnce(kT0 + i * 1000);
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    src.value = 10 + i;
+    h->sampleOnce(kT0 + i * 1000);
+  }
   const auto st = h->stats();
   EXPECT_EQ(st.series, 4u);
   EXPECT_EQ(st.refused, 6u) << "each refused series counted once";
-  EXPECT_FALSE(h->append(promql::makeLabels({{"__name__", "rule:x"}}), kT0, 1));
+  const auto rule = promql::makeLabels({{"__name__", "rule:x"}});
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(h->append(rule, kT0 + i * 1000, 1));
+  EXPECT_EQ(h->stats().refused, 7u)
+      << "a refused rule series is counted once, not per sample";
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t lines = 0;
+  for (size_t p = 0;
+       (p = log.find("history series limit reached", p)) != std::string::npos; ++p)
+    ++lines;
+  std::printf("series %zu, refused %llu, log lines %zu\n", h->stats().series,
+              static_cast<unsigned long long>(h->stats().refused), lines);
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_NE(log.find("limit=4"), std::string::npos) << log;
+  // The kept series: the first four in scrape order, every pass's value.
+  std::unique_ptr<promql::Querier> q;
+  auto kept = selectAll(*h, "test_usage_bytes", 0, kT0 * 2, q);
+  ASSERT_EQ(kept.size(), 4u);
+  for (const auto& sv : kept) {
+    const std::string cg(promql::labelValue(*sv.labels, "cgroup"));
+    EXPECT_TRUE(cg == "/c0" || cg == "/c1" || cg == "/c2" || cg == "/c3") << cg;
+    ASSERT_EQ(sv.samples.size(), 3u) << cg;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(sv.samples[i].t, kT0 + i * 1000);
+      EXPECT_EQ(sv.samples[i].v, 10 + i);
+    }
+  }
+  EXPECT_TRUE(selectAll(*h, R"(test_usage_bytes{cgroup="/c9"})", 0, kT0 * 2, q).empty());
+  metrics::Sink sink;
+  h->collectMetrics(sink);
+  bool seen = false;
+  for (const auto& f : sink.families()) {
+    if (f.desc->name != "memcg_exporter_history_series_refused_total") continue;
+    ASSERT_EQ(f.samples.size(), 1u);
+    EXPECT_EQ(f.samples[0].value, 7);
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+  // Once series end and age out, a new one fits again and is not refused.
+  src.cgroups.clear();
+  h->sampleOnce(kT0 + 3000);
+  h->sampleOnce(kT0 + 3000 + o.retentionMs + 130 * 1000);
+  EXPECT_TRUE(h->append(rule, kT0 + 3000 + o.retentionMs + 131 * 1000, 1));
   EXPECT_EQ(h->stats().refused, 7u);
 }
 

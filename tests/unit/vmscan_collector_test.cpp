@@ -31,6 +31,7 @@ TraceSnapshot sampleSnapshot() {
   s.events_read = 100;
   s.events_lost = 2;
   s.decode_errors = 1;
+  s.read_errors = 3;
   s.reader_cpu_ns = 5'000'000;
   s.aggregator.pid_cache_entries = 42;
   s.aggregator.pid_lookups = 9;
@@ -211,6 +212,7 @@ TEST(RenderTraceSnapshot, LruNodeAndSelfMetrics) {
   EXPECT_TRUE(hasLine(t, "memcg_trace_events_total 100"));
   EXPECT_TRUE(hasLine(t, "memcg_trace_events_lost_total 2"));
   EXPECT_TRUE(hasLine(t, "memcg_trace_decode_errors_total 1"));
+  EXPECT_TRUE(hasLine(t, "memcg_trace_read_errors_total 3"));
   EXPECT_TRUE(hasLine(t, "memcg_trace_reader_cpu_seconds_total 0.005"));
   EXPECT_TRUE(hasLine(t, "memcg_trace_pid_cache_entries 42"));
 }

@@ -28,7 +28,7 @@
 //             (the measured rows at this host's CPU count give both).
 // Root; prints SKIPPED without tracefs.
 //
-// usage: tracing_idle_cost [seconds=5]
+// usage: tracing_idle_cost [seconds=3] [runs=3] (medians of interleaved runs)
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -139,7 +139,7 @@ class Counter : public RecordSink {
   void onRoundEnd() override {}
 };
 
-bool measure(SessionOptions::Wait wait, int seconds, int n, Measured& out) {
+bool measure(SessionOptions::Wait wait, int seconds, int n, bool latency, Measured& out) {
   SessionOptions o;
   o.instance_name =
       "memcg_exporter_bench_idle_" + std::to_string(::getpid()) + "_" + std::to_string(n);
@@ -197,7 +197,7 @@ bool measure(SessionOptions::Wait wait, int seconds, int n, Measured& out) {
 
   // Latency: fork a child that exits at once, wait until its record is out.
   std::vector<double> lat;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; latency && i < 7; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(700 + 97 * i));
     const uint64_t before = session.stats().records;
     const auto f0 = Clock::now();
@@ -357,25 +357,64 @@ void printRow(const char* what, size_t cpus, const Row& o, const Row& n) {
               n.cpu_us > 0 ? o.cpu_us / n.cpu_us : 0.0);
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Medians per field of rows of repeated runs.
+Row medianRow(const std::vector<Row>& rows) {
+  std::vector<double> a, b, c, d;
+  for (const Row& r : rows) {
+    a.push_back(r.syscalls);
+    b.push_back(r.syscr);
+    c.push_back(r.sleeps);
+    d.push_back(r.cpu_us);
+  }
+  return Row{median(a), median(b), median(c), median(d)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int seconds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const int seconds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   std::printf(
       "tracing reader idle cost: old = read every CPU every %lld ms, new = epoll_wait"
-      " (idle_wake %lld ms); %d s per figure\n",
+      " (idle_wake %lld ms); medians of %d interleaved runs of %d s\n",
       static_cast<long long>(kInterval.count()),
-      static_cast<long long>(kIdleWake.count()), seconds);
+      static_cast<long long>(kIdleWake.count()), rounds, seconds);
+  bool real = ::geteuid() == 0;
+  if (!real) std::printf("SKIPPED measured rows: needs root\n");
+  std::vector<Row> ro, rn;
   Measured mo, mn;
-  const bool real = ::geteuid() == 0 &&
-                    measure(SessionOptions::Wait::kInterval, seconds, 1, mo) &&
-                    measure(SessionOptions::Wait::kPoll, seconds, 2, mn);
-  if (::geteuid() != 0) std::printf("SKIPPED measured rows: needs root\n");
+  for (int r = 0; real && r < rounds; ++r) {
+    Measured o, n;
+    real = measure(SessionOptions::Wait::kInterval, seconds, 2 * r + 1, r == 0, o) &&
+           measure(SessionOptions::Wait::kPoll, seconds, 2 * r + 2, r == 0, n);
+    if (!real) break;
+    if (r == 0) {
+      mo = o;
+      mn = n;
+    }
+    ro.push_back(o.row);
+    rn.push_back(n.row);
+  }
+  if (real) {
+    mo.row = medianRow(ro);
+    mn.row = medianRow(rn);
+  }
   if (real && !mn.poll)
     std::printf("note: this kernel refused kPoll; the new row is kInterval\n");
-  std::vector<std::pair<int, std::pair<Row, Row>>> sims;
-  for (int n : {2, 64, 256})
-    sims.push_back({n, {simOld(n, seconds), simNew(n, seconds)}});
+  const int sizes[] = {2, 64, 256};
+  std::vector<Row> so[3], sn[3];
+  for (int r = 0; r < rounds; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      so[k].push_back(simOld(sizes[k], seconds));
+      sn[k].push_back(simNew(sizes[k], seconds));
+    }
+  }
 
   std::printf("\n%-10s %5s | %-29s | %-19s | %-19s | %-29s\n", "", "",
               "syscalls/s (counted)", "syscr/s (kernel)", "sleeps/s (kernel)",
@@ -384,8 +423,10 @@ int main(int argc, char** argv) {
               "old", "new", "old/new", "old", "new", "old", "new", "old", "new",
               "old/new");
   if (real) printRow("measured", mo.cpus, mo.row, mn.row);
-  for (auto& [n, r] : sims)
-    printRow("simulated", static_cast<size_t>(n), r.first, r.second);
+  for (int k = 0; k < 3; ++k) {
+    printRow("simulated", static_cast<size_t>(sizes[k]), medianRow(so[k]),
+             medianRow(sn[k]));
+  }
   if (real) {
     std::printf(
         "\nlatency fork -> record handed out (median of 7, idle reader): old %.1f ms, "

@@ -21,7 +21,7 @@ if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_
 fi
 if [[ $what == tracing_idle || $what == all ]]; then
   echo "== tracing reader idle cost: read every CPU each interval vs one epoll_wait (2 measured, 64/256 simulated CPUs)"
-  build/bench/tracing_idle_cost 5
+  build/bench/tracing_idle_cost 3 3
 fi
 if [[ $what == locks || $what == all ]]; then
   echo "== lock probes: off / locks / callers, interleaved (workload sys time, reader CPU)"

@@ -157,7 +157,8 @@ Result<MountLayout> detectLayout(const std::string& cgroupfsRootIn,
                    "cgroup2 mount with the memory controller)");
 }
 
-Discovery::Discovery(DiscoveryOptions opts) : opts_(std::move(opts)) {
+Discovery::Discovery(DiscoveryOptions opts)
+    : opts_(std::move(opts)), fdBudget_(std::make_shared<cgroupfs::FdBudget>(opts_.fdBudget)) {
   try {
     include_ = std::regex(opts_.include.empty() ? ".*" : opts_.include,
                           std::regex::ECMAScript | std::regex::optimize);
@@ -190,7 +191,7 @@ void Discovery::attachPsi(const std::string& path, Entry& e, Clock::time_point n
   if (e.psiProbed != Clock::time_point{} && now - e.psiProbed < kPsiReprobe) return;
   e.psiProbed = now;
   if (!unifiedRootDir_) {
-    auto d = CgroupDir::open(layout_.unifiedRoot);
+    auto d = CgroupDir::open(layout_.unifiedRoot, fdBudget_);
     if (!d) return;
     unifiedRootDir_ = std::move(*d);
   }
@@ -198,7 +199,8 @@ void Discovery::attachPsi(const std::string& path, Entry& e, Clock::time_point n
     e.psiDir = unifiedRootDir_;
     return;
   }
-  auto d = CgroupDir::openAt(unifiedRootDir_->fd(), path.substr(1), layout_.unifiedRoot + path);
+  auto d = CgroupDir::openAt(unifiedRootDir_->fd(), path.substr(1), layout_.unifiedRoot + path,
+                             fdBudget_);
   if (d) e.psiDir = std::move(*d);
 }
 
@@ -256,7 +258,7 @@ Result<std::shared_ptr<const CgroupTree>> Discovery::walkLocked() {
     }
     Entry& e = entries_["/"];
     if (!e.dir || e.dir->inode() != st.st_ino) {
-      auto d = CgroupDir::open(layout_.memoryRoot);
+      auto d = CgroupDir::open(layout_.memoryRoot, fdBudget_);
       if (!d) return d.error();
       e = Entry{};
       e.dir = std::move(*d);
@@ -316,7 +318,7 @@ Result<std::shared_ptr<const CgroupTree>> Discovery::walkLocked() {
       Entry& c = entries_[childPath];
       if (!c.dir || c.dir->inode() != ino) {
         // New, or removed and recreated under the same name: a new cgroup.
-        auto d = CgroupDir::openAt(fd, name, layout_.memoryRoot + childPath);
+        auto d = CgroupDir::openAt(fd, name, layout_.memoryRoot + childPath, fdBudget_);
         if (!d) {
           entries_.erase(childPath);
           continue;  // vanished between readdir and open: normal

@@ -85,8 +85,10 @@ struct DiscoveryOptions {
   /// scrape walks itself only when the last walk is older than twice this
   /// (no walker, or a stuck one). 0: every scrape walks.
   std::chrono::milliseconds refreshInterval{5000};
-  /// --cgroup.fd-budget: descriptors CgroupDirs keep open at most (0: from
-  /// RLIMIT_NOFILE, see cgroupfs::defaultFdBudget()).
+  /// --cgroup.fd-budget: descriptors this Discovery's CgroupDirs keep open
+  /// at most (its FdBudget). The flag's 0 means "from RLIMIT_NOFILE"
+  /// (cgroupfs::defaultFdBudget()), which main() resolves before it gets
+  /// here; a Discovery given 0 keeps directories only.
   long fdBudget = 0;
 };
 
@@ -130,6 +132,9 @@ class Discovery {
 
   const MountLayout& layout() const { return layout_; }
   const DiscoveryOptions& options() const { return opts_; }
+  /// The descriptor budget of the cgroup directories it opens (their
+  /// metrics; tests change it). Thread-safe.
+  cgroupfs::FdBudget& fdBudget() const { return *fdBudget_; }
 
   /// Finds a cgroup by label in the last tree; null if unknown.
   std::shared_ptr<const cgroupfs::CgroupDir> find(std::string_view path) const;
@@ -148,6 +153,7 @@ class Discovery {
 
   DiscoveryOptions opts_;
   MountLayout layout_;
+  std::shared_ptr<cgroupfs::FdBudget> fdBudget_;  // shared with the CgroupDirs it counts
   std::regex include_;
   std::optional<std::regex> exclude_;
 

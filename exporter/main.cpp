@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   const long fdBudget = opts.discovery.fdBudget > 0
                             ? opts.discovery.fdBudget
                             : cgroupfs::defaultFdBudget(fdLimit, opts.webMaxConnections);
-  cgroupfs::CgroupDir::setFdBudget(fdBudget);
+  opts.discovery.fdBudget = fdBudget;  // Discovery's FdBudget (discovery.h)
   log::debug("descriptor budget", "rlimit_nofile=" + std::to_string(fdLimit) +
                                       " budget=" + std::to_string(fdBudget));
 

@@ -128,9 +128,10 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   sink.add(kCgroups, {}, static_cast<double>(tree->cgroups.size()));
   sink.add(kDropped, {}, static_cast<double>(tree->dropped));
   sink.add(kVanished, {}, static_cast<double>(stats_->vanished.load()));
-  sink.add(kFdsKept, {}, static_cast<double>(cgroupfs::CgroupDir::cachedFds()));
-  sink.add(kFdBudget, {}, static_cast<double>(cgroupfs::CgroupDir::fdBudget()));
-  sink.add(kUncached, {}, static_cast<double>(cgroupfs::CgroupDir::uncachedReads()));
+  const cgroupfs::FdBudget& fds = discovery_.fdBudget();
+  sink.add(kFdsKept, {}, static_cast<double>(fds.kept()));
+  sink.add(kFdBudget, {}, static_cast<double>(fds.budget()));
+  sink.add(kUncached, {}, static_cast<double>(fds.uncachedReads()));
   sink.add(kMode, {modeName(tree->layout.mode)}, 1);
   sink.add(kBuild, {kVersion, kRevision}, 1);
   return tree;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
-#   scripts/bench.sh [scrape|taskstats|tracing|tracing_overhead|locks|seed000|seed001|promql|rules|soak|all]
+#   scripts/bench.sh [scrape|taskstats|tracing|tracing_idle|tracing_overhead|locks|seed000|seed001|promql|rules|soak|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -18,6 +18,10 @@ fi
 if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_bench ]]; then
   echo "== tracing: decode + aggregate throughput"
   build/tracing/tracing_decode_bench
+fi
+if [[ $what == tracing_idle || $what == all ]]; then
+  echo "== tracing reader idle cost: read every CPU each interval vs one epoll_wait (2 measured, 64/256 simulated CPUs)"
+  build/bench/tracing_idle_cost 3 3
 fi
 if [[ $what == locks || $what == all ]]; then
   echo "== lock probes: off / locks / callers, interleaved (workload sys time, reader CPU)"

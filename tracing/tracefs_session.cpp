@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -57,6 +58,8 @@ struct TracefsSession::Cpu {
   int cpu = 0;
   Fd pipe;
   Fd stats;
+  uint64_t lost = 0;  // from stats, last read
+  bool dirty = true;  // had data since stats was last read
 };
 
 std::string selectedTraceClock(std::string_view text) {
@@ -234,7 +237,40 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
     s->cpus_.push_back(std::move(c));
   }
   if (s->cpus_.empty()) return makeError(ENOENT, s->instance_dir_ + "/per_cpu", "no readable CPU buffers");
+  if (s->opts_.wait == SessionOptions::Wait::kPoll) s->setUpPolling(inst_path);
   return s;
+}
+
+void TracefsSession::setUpPolling(const std::string& inst_path) {
+  // kPoll needs poll to mean "has data" (tracefs_session.h): buffer_percent
+  // 0 and the block option off. A kernel without buffer_percent (< 5.0)
+  // always meant that.
+  auto fallBack = [this](const std::string& why) {
+    log::warn("tracing reader falls back to reading every CPU each interval",
+              "why=" + log::quote(why));
+    opts_.wait = SessionOptions::Wait::kInterval;
+  };
+  auto check = [&](const char* file, const char* want) -> bool {
+    const std::string path = inst_path + "/" + file;
+    if (::access(path.c_str(), F_OK) != 0) return true;  // older kernel: nothing to set
+    (void)memcg_tfs_instance_file_write(instance_, file, want);
+    auto v = readWholeFile(path);
+    if (!v.ok() || trimRight(*v) != want) {
+      fallBack(instance_dir_ + "/" + file + " is not " + want);
+      return false;
+    }
+    return true;
+  };
+  if (!check("buffer_percent", "0") || !check("options/block", "0")) return;
+  std::vector<int> fds;
+  fds.reserve(cpus_.size());
+  for (const auto& c : cpus_) fds.push_back(c->pipe.get());
+  auto p = CpuPoller::create(fds);
+  if (!p.ok()) {
+    fallBack(p.error().message());
+    return;
+  }
+  poller_ = std::make_unique<CpuPoller>(std::move(p.value()));
 }
 
 TracefsSession::~TracefsSession() {
@@ -291,8 +327,11 @@ Status TracefsSession::start(RecordSink* sink) {
     std::lock_guard<std::mutex> g(mu_);
     stop_requested_ = false;
   }
+  if (poller_) poller_->clearWake();
   running_.store(true);
   thread_ = std::thread([this] { run(); });
+  // For people (top -H, /proc/<pid>/task/*/comm) and the idle-cost bench.
+  (void)pthread_setname_np(thread_.native_handle(), "memcg-trace");
   return Ok{};
 }
 
@@ -302,6 +341,7 @@ void TracefsSession::stop() {
     stop_requested_ = true;
   }
   cv_.notify_all();
+  if (poller_) poller_->wake();
   if (thread_.joinable()) thread_.join();
   running_.store(false);
 }
@@ -318,19 +358,31 @@ SessionStats TracefsSession::stats() const {
   s.reader_cpu_ns = reader_cpu_ns_.load(std::memory_order_relaxed);
   s.out_of_order = out_of_order_.load(std::memory_order_relaxed);
   s.held = held_.load(std::memory_order_relaxed);
+  s.syscalls = syscalls_.load(std::memory_order_relaxed);
+  s.cpu_reads = cpu_reads_.load(std::memory_order_relaxed);
   return s;
 }
 
-void TracefsSession::refreshLost() {
+void TracefsSession::refreshLost(bool all) {
   uint64_t lost = 0;
   char buf[1024];
   for (auto& c : cpus_) {
-    if (!c->stats.valid()) continue;
-    ssize_t n = ::pread(c->stats.get(), buf, sizeof buf - 1, 0);
-    if (n <= 0) continue;
-    lost += parseLost(std::string_view(buf, static_cast<size_t>(n)));
+    if (c->stats.valid() && (all || c->dirty)) {
+      ++own_syscalls_;
+      ssize_t n = ::pread(c->stats.get(), buf, sizeof buf - 1, 0);
+      if (n > 0) c->lost = parseLost(std::string_view(buf, static_cast<size_t>(n)));
+      c->dirty = false;
+    }
+    lost += c->lost;
   }
   lost_.store(lost, std::memory_order_relaxed);
+}
+
+bool TracefsSession::waitStop(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (stop_requested_) return true;
+  ++own_syscalls_;  // a futex wait
+  return cv_.wait_for(lk, d, [this] { return stop_requested_; });
 }
 
 void TracefsSession::run() {
@@ -350,20 +402,51 @@ void TracefsSession::run() {
     }
     auto now = std::chrono::steady_clock::now();
     if (stopping || now - last_stats >= std::chrono::seconds(1)) {
-      refreshLost();
+      // kInterval reads every CPU's stats (the loop before issue 18).
+      refreshLost(stopping || !poller_);
       last_stats = now;
     }
     struct timespec cpu {};
+    ++own_syscalls_;  // the thread CPU clock is not in the vDSO
     if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
       reader_cpu_ns_.store(static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull +
                                static_cast<uint64_t>(cpu.tv_nsec),
                            std::memory_order_relaxed);
     }
+    syscalls_.store(own_syscalls_ + (poller_ ? poller_->syscalls() : 0),
+                    std::memory_order_relaxed);
+    cpu_reads_.store(cpu_reads_local_, std::memory_order_relaxed);
     if (stopping) break;
+    last_round_end_ = std::chrono::steady_clock::now();
     if (more) continue;  // a CPU hit max_bytes_per_cpu_round: go on at once
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, opts_.poll_interval, [this] { return stop_requested_; });
+    waitForRound();
   }
+}
+
+void TracefsSession::waitForRound() {
+  // Rounds at least poll_interval apart (from the end of one to the start of
+  // the next), in both modes.
+  auto gapLeft = [this] {
+    const auto left =
+        last_round_end_ + opts_.poll_interval - std::chrono::steady_clock::now();
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::ceil<std::chrono::milliseconds>(left));
+  };
+  // kInterval: every CPU, every interval. Records held back by the last
+  // round: past its watermark after the gap, read then.
+  if (!poller_ || held_.load(std::memory_order_relaxed) > 0) {
+    (void)waitStop(gapLeft());
+    return;
+  }
+  // Sleep until an event (at once on a busy host), idle_wake or stop.
+  const CpuPoller::Wake w = poller_->wait(opts_.idle_wake);
+  if (w == CpuPoller::Wake::kWoken) return;
+  // After an event, also until it is past the watermark (so that the round
+  // hands it out instead of holding it back for the next one).
+  const auto slack = std::chrono::ceil<std::chrono::milliseconds>(opts_.commit_slack);
+  const auto left = gapLeft();
+  const auto d = w == CpuPoller::Wake::kData ? std::max(left, slack) : left;
+  if (d.count() > 0) (void)waitStop(d);
 }
 
 bool TracefsSession::drainRound(bool final_round) {
@@ -379,11 +462,23 @@ bool TracefsSession::drainRound(bool final_round) {
       watermark = t0 > slack ? t0 - slack : 0;
     }
   }
+  // Which CPUs to read: kPoll asks the kernel which hold data now, after
+  // the watermark was taken; one it reports empty was empty after T0, which
+  // is all a read ending in EAGAIN proves (tracefs_session.h).
+  if (final_round || !poller_) {
+    ready_.assign(cpus_.size(), 1);
+  } else {
+    poller_->ready(ready_);
+  }
   bool more = false;
   const uint64_t errors_before = read_errors_.load(std::memory_order_relaxed);
   RecordMerger& m = *merger_;
   for (size_t i = 0; i < cpus_.size(); ++i) {
     Cpu& c = *cpus_[i];
+    if (!ready_[i]) {
+      m.setDrained(i, true);
+      continue;
+    }
     bool drained = false;
     bool after_partial = false;
     for (;;) {
@@ -392,6 +487,8 @@ bool TracefsSession::drainRound(bool final_round) {
         more = true;
         break;
       }
+      ++own_syscalls_;
+      ++cpu_reads_local_;
       ssize_t n = ::read(c.pipe.get(), dst, subbuf_size_);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -413,6 +510,7 @@ bool TracefsSession::drainRound(bool final_round) {
         drained = true;
         break;
       }
+      c.dirty = true;
       RecordMerger::PageInfo info = m.commit(i, static_cast<size_t>(n));
       if (!info.ok) {
         read_errors_.fetch_add(1, std::memory_order_relaxed);

@@ -22,11 +22,38 @@
 //    "dropped events": the events the kernel lost for this instance.
 //  - instances/<name>/trace_clock: set to "mono" and read back; the reader
 //    reads the same clock (CLOCK_MONOTONIC) to bound what it may hand out.
-// The reader wakes every poll_interval, reads each CPU until the kernel has
-// nothing more (or its round's share is read; after a partly filled
-// sub-buffer, the page the writer is on, it reads once more and stops there,
-// not chasing the writer) and hands records to a RecordSink in global
-// timestamp order (record_merger.h).
+//  - instances/<name>/buffer_percent (5.0+): how full a CPU's buffer must be
+//    before poll reports it readable; set to 0 (readable, and a waiter
+//    woken, at the first committed event). Also options/block set to 0
+//    (with it, poll always reports readable).
+// A round reads each CPU until the kernel has nothing more (or its round's
+// share is read; after a partly filled sub-buffer, the page the writer is
+// on, it reads once more and stops there, not chasing the writer) and hands
+// records to a RecordSink in global timestamp order (record_merger.h).
+//
+// When rounds run (issue 18; SessionOptions::wait). Rounds are at least
+// poll_interval apart, as they always were. Between two, the reader
+//  - kPoll (default): sleeps in one epoll_wait over every CPU's pipe
+//    (cpu_poller.h) until one holds data (returning at once on a busy
+//    host), then until the gap since the last round is over and at least
+//    commit_slack more (so that the event which woke it is past the
+//    watermark below: one round hands it out), and reads only the CPUs a
+//    poll() with no timeout reports holding data. With records held back it
+//    waits only for the gap. Without data it wakes every idle_wake for a
+//    round that checks every CPU that way (a safety net against a lost
+//    wake-up) and refreshes its counters. The per-CPU stats files are read
+//    (once a second at most) only for CPUs that had data since the last
+//    read: the kernel counts overruns and drops only when writing to a
+//    buffer, and then the CPU has data. Idle cost: 3 system calls and one
+//    wake-up per idle_wake whatever the number of CPUs, instead of
+//    5 x (CPUs + 2) a second plus the stats files (bench/tracing_idle_cost.cpp);
+//  - kInterval: sleeps poll_interval and reads every CPU (the loop before
+//    issue 18; the fallback when the kernel keeps buffer_percent above 0,
+//    when poll could only say "that full", not "has data", or when epoll is
+//    unavailable).
+// Either way an event is handed out at most poll_interval + commit_slack
+// (+ the time to read a round) after it is committed; in kPoll an event on
+// an idle reader, ~commit_slack after.
 //
 // Global order across rounds (issue 11). Before reading any CPU the reader
 // reads the trace clock, T0, and hands out only records with
@@ -82,6 +109,7 @@
 
 #include "common/fd.h"
 #include "common/result.h"
+#include "tracing/cpu_poller.h"
 #include "tracing/record_merger.h"
 
 struct memcg_tfs_instance;
@@ -114,7 +142,14 @@ struct SessionOptions {
   /// kernels keep one page). One read() returns one sub-buffer, so larger
   /// ones mean fewer system calls per event; 0 keeps the kernel's default.
   size_t subbuf_kb = 16;
+  /// Rounds are at least this far apart (a burst of events is read in one).
   std::chrono::milliseconds poll_interval{200};
+  /// How the reader waits for data between rounds (see the header comment).
+  enum class Wait { kPoll, kInterval };
+  Wait wait = Wait::kPoll;
+  /// kPoll: the longest the reader sleeps with no data before a round that
+  /// checks every CPU and refreshes its counters.
+  std::chrono::milliseconds idle_wake{1000};
   /// The instance's trace_clock. "mono" (CLOCK_MONOTONIC, 4.1+) lets user
   /// space place its own actions on the events' time line (proactive
   /// episodes, aggregator.h); if the kernel refuses it the default "local"
@@ -152,6 +187,10 @@ struct SessionStats {
   uint64_t held = 0;          ///< read, waiting for a later round (last round)
   uint64_t reader_cpu_ns =
       0;  ///< CPU time of the reader thread (CLOCK_THREAD_CPUTIME_ID)
+  /// System calls the reader thread made (reads, polls, waits, stats reads,
+  /// its CPU clock), counted where it makes them.
+  uint64_t syscalls = 0;
+  uint64_t cpu_reads = 0;  ///< read()s of trace_pipe_raw
 };
 
 class TracefsSession {
@@ -180,6 +219,11 @@ class TracefsSession {
   /// Whether records are handed out in global order across rounds (a trace
   /// clock user space can read; see the header comment).
   bool globalOrder() const { return clock_id_ >= 0; }
+  /// How the reader waits between rounds: what was asked, or kInterval if
+  /// the kernel does not allow kPoll (see the header comment).
+  SessionOptions::Wait waitMode() const { return opts_.wait; }
+  /// Readable CPU buffers (online CPUs).
+  size_t cpuCount() const { return cpus_.size(); }
 
   /// Sets an in-kernel filter (if non-empty) and enables one event.
   Status enableEvent(const char* system, const char* event,
@@ -201,7 +245,10 @@ class TracefsSession {
   void run();
   bool drainRound(bool final_round);
   void flushAll();
-  void refreshLost();
+  void refreshLost(bool all);
+  void waitForRound();
+  bool waitStop(std::chrono::milliseconds d);  // true: stop requested
+  void setUpPolling(const std::string& inst_path);
 
   Fd root_fd_;                // tracefs root (O_PATH, or the detached mount)
   std::string root_;          // "/proc/self/fd/<root_fd_>"
@@ -216,6 +263,11 @@ class TracefsSession {
   SessionOptions opts_;
   std::vector<std::unique_ptr<Cpu>> cpus_;
   std::unique_ptr<RecordMerger> merger_;  // one stream per cpus_ entry, same index
+  std::unique_ptr<CpuPoller> poller_;     // kPoll: over cpus_' pipes, same index
+  std::vector<uint8_t> ready_;            // this round's CPUs to read
+  std::chrono::steady_clock::time_point last_round_end_{};
+  uint64_t own_syscalls_ = 0;  // the reader's, besides the poller's
+  uint64_t cpu_reads_local_ = 0;
   RecordSink* sink_ = nullptr;
 
   std::thread thread_;
@@ -227,6 +279,7 @@ class TracefsSession {
 
   std::atomic<uint64_t> records_{0}, subbufs_{0}, lost_{0}, missed_{0}, read_errors_{0},
       rounds_{0}, reader_cpu_ns_{0}, out_of_order_{0}, held_{0};
+  std::atomic<uint64_t> syscalls_{0}, cpu_reads_{0};
 };
 
 /// The selected clock of a trace_clock file ("[mono] local global ..." ->

@@ -13,54 +13,56 @@
 #include <string>
 
 namespace memcg::cgroupfs {
-namespace {
 
-std::atomic<long> gFdBudget{0};
-std::atomic<long> gCachedFds{0};
-std::atomic<uint64_t> gUncachedReads{0};
-std::atomic<bool> gBudgetLogged{false};
+bool FdBudget::tryKeep() {
+  if (kept_.fetch_add(1, std::memory_order_relaxed) < budget_.load(std::memory_order_relaxed)) {
+    return true;
+  }
+  kept_.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
 
-void budgetSpent() {
-  gUncachedReads.fetch_add(1, std::memory_order_relaxed);
-  if (!gBudgetLogged.exchange(true, std::memory_order_relaxed)) {
+void FdBudget::spent() {
+  uncached_.fetch_add(1, std::memory_order_relaxed);
+  if (!logged_.exchange(true, std::memory_order_relaxed)) {
     log::warn("cgroup file descriptor budget spent: files past it are opened, read and closed "
               "per scrape (costlier); raise LimitNOFILE or --cgroup.fd-budget",
-              "budget=" + std::to_string(gFdBudget.load()) +
-                  " kept=" + std::to_string(gCachedFds.load()));
+              "budget=" + std::to_string(budget()) + " kept=" + std::to_string(kept()));
   }
 }
 
-}  // namespace
-
-CgroupDir::CgroupDir(Fd dir, std::string path, ino_t inode)
-    : dir_(std::move(dir)), path_(std::move(path)), inode_(inode) {
+CgroupDir::CgroupDir(Fd dir, std::string path, ino_t inode, std::shared_ptr<FdBudget> budget)
+    : dir_(std::move(dir)), path_(std::move(path)), inode_(inode), budget_(std::move(budget)) {
   for (auto& f : fds_) f.store(kUnknown, std::memory_order_relaxed);
-  gCachedFds.fetch_add(1, std::memory_order_relaxed);  // the directory itself
+  if (budget_) budget_->keepDirectory();  // the directory itself
 }
 
 CgroupDir::~CgroupDir() {
-  gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+  if (budget_) budget_->release();
   for (auto& f : fds_) {
     int fd = f.load(std::memory_order_relaxed);
     if (fd >= 0) {
       ::close(fd);
-      gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+      if (budget_) budget_->release();
     }
   }
 }
 
-Result<std::shared_ptr<CgroupDir>> CgroupDir::open(const std::string& path) {
-  return openAt(AT_FDCWD, path, path);
+Result<std::shared_ptr<CgroupDir>> CgroupDir::open(const std::string& path,
+                                                   std::shared_ptr<FdBudget> budget) {
+  return openAt(AT_FDCWD, path, path, std::move(budget));
 }
 
 Result<std::shared_ptr<CgroupDir>> CgroupDir::openAt(int parent, std::string_view name,
-                                                     std::string path) {
+                                                     std::string path,
+                                                     std::shared_ptr<FdBudget> budget) {
   std::string n(name);
   Fd fd(::openat(parent, n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return makeError(errno, path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return makeError(errno, path);
-  return std::make_shared<CgroupDir>(std::move(fd), std::move(path), st.st_ino);
+  return std::make_shared<CgroupDir>(std::move(fd), std::move(path), st.st_ino,
+                                     std::move(budget));
 }
 
 bool CgroupDir::alive() const {
@@ -91,20 +93,19 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
       if (err) *err = makeError(e, path_ + "/" + std::string(name));
       return ReadStatus::kError;
     }
-    if (gCachedFds.fetch_add(1, std::memory_order_relaxed) < gFdBudget.load()) {
+    if (budget_ && budget_->tryKeep()) {
       int expected = kUnknown;
       if (slot.compare_exchange_strong(expected, nfd)) {
         fd = nfd;
       } else {  // another scrape cached it first
-        gCachedFds.fetch_sub(1, std::memory_order_relaxed);
+        budget_->release();
         transient.reset(nfd);
         fd = nfd;
       }
     } else {
-      gCachedFds.fetch_sub(1, std::memory_order_relaxed);
       transient.reset(nfd);
       fd = nfd;
-      budgetSpent();
+      if (budget_) budget_->spent();
     }
   }
   size_t len = 0;
@@ -117,11 +118,6 @@ ReadStatus CgroupDir::read(FileId id, std::string& buf, std::string_view& out,
   out = std::string_view(buf.data(), len);
   return ReadStatus::kOk;
 }
-
-void CgroupDir::setFdBudget(long budget) { gFdBudget.store(budget); }
-long CgroupDir::fdBudget() { return gFdBudget.load(); }
-long CgroupDir::cachedFds() { return gCachedFds.load(); }
-uint64_t CgroupDir::uncachedReads() { return gUncachedReads.load(std::memory_order_relaxed); }
 
 bool v1SwapAccounting(const std::string& memoryRoot) {
   const std::string f = memoryRoot + "/" + std::string(fileName(FileId::kV1MemswUsage));

@@ -24,10 +24,11 @@ double sampleOf(const std::string& text, const std::string& metric, const std::s
   return std::stod(text.substr(p, text.find('\n', p) - p));
 }
 
-std::unique_ptr<test::FixtureScrape> liveScrape(const std::string& label) {
+std::unique_ptr<test::FixtureScrape> liveScrape(const std::string& label, long fdBudget = 0) {
   // Real mounts, real procfs, only our cgroup.
   DiscoveryOptions o;
   o.include = label;
+  o.fdBudget = fdBudget;
   return std::make_unique<test::FixtureScrape>(o, CollectorInputs{});
 }
 
@@ -65,10 +66,9 @@ TEST(LiveV1, StreamingThroughA64MiBLimit) {
 // kept-open files, ENOENT from new opens; both read as "gone", never an error.
 TEST(LiveV1, RemovedCgroupIsSkippedSilently) {
   if (auto why = test::v1SkipReason(); !why.empty()) GTEST_SKIP() << why;
-  cgroupfs::CgroupDir::setFdBudget(1000);
   auto cg = std::make_unique<test::TestCgroupV1>("vanish");
   const std::string label = cg->label();
-  auto s = liveScrape(label);
+  auto s = liveScrape(label, 1000);  // files kept open, as the daemon does
   std::string before = s->text();
   ASSERT_FALSE(std::isnan(sampleOf(before, "memcg_memory_usage_bytes", label)));
   auto tree = *s->discovery->refresh();  // holds the descriptors
@@ -97,14 +97,15 @@ TEST(LiveV1, PastTheFdBudgetReadsAreRightAndVanishedIsGone) {
   const std::string label = cg->label();
   auto s = liveScrape(label);
   auto tree = *s->discovery->refresh();  // directories kept; no file yet
-  cgroupfs::CgroupDir::setFdBudget(cgroupfs::CgroupDir::cachedFds());  // no room for files
-  const uint64_t before = cgroupfs::CgroupDir::uncachedReads();
+  cgroupfs::FdBudget& fds = s->discovery->fdBudget();
+  fds.setBudget(fds.kept());  // no room for files
+  const uint64_t before = fds.uncachedReads();
   std::string t = s->text();
   EXPECT_EQ(sampleOf(t, "memcg_memory_limit_bytes", label), static_cast<double>(kLimit));
   EXPECT_EQ(sampleOf(t, "memcg_memory_failcnt_total", label),
             static_cast<double>(cg->readU64("memory.failcnt")));
   // At least memory.stat, usage, limit, failcnt of our cgroup went uncached.
-  EXPECT_GE(cgroupfs::CgroupDir::uncachedReads(), before + 4);
+  EXPECT_GE(fds.uncachedReads(), before + 4);
   EXPECT_NE(t.find("memcg_exporter_collector_success{collector=\"memory_usage\"} 1"),
             std::string::npos);
   cg.reset();  // rmdir
@@ -115,7 +116,6 @@ TEST(LiveV1, PastTheFdBudgetReadsAreRightAndVanishedIsGone) {
     c.collector->collect(ctx, sink);
     EXPECT_TRUE(ctx.errors.empty()) << c.name << ": " << ctx.errors.front().message();
   }
-  cgroupfs::CgroupDir::setFdBudget(1000);
 }
 
 }  // namespace

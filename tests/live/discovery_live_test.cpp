@@ -102,12 +102,13 @@ TEST(LiveDiscovery, WalkerExportsNewSkipsVanishedAndRenewsRecreated) {
 // skipped by the very next scrape: its kept descriptors read ENODEV.
 TEST(LiveDiscovery, RemovedSinceTheLastWalkIsSkippedAtOnce) {
   if (auto why = test::v1SkipReason(); !why.empty()) GTEST_SKIP() << why;
-  cgroupfs::CgroupDir::setFdBudget(1000);
   test::TestCgroupV1 parent("scale_gone");
   Children kids(parent.path());
   ASSERT_TRUE(kids.make("c1"));
   const std::string child = parent.label() + "/c1";
-  test::FixtureScrape s(optionsFor(parent.label(), 1h), CollectorInputs{});
+  DiscoveryOptions o = optionsFor(parent.label(), 1h);
+  o.fdBudget = 1000;  // files kept open, as the daemon does
+  test::FixtureScrape s(o, CollectorInputs{});
   std::string before = s.text();  // walks once, opens the files
   ASSERT_TRUE(hasUsage(before, child));
   const uint64_t gen = s.discovery->current()->generation;

@@ -113,23 +113,14 @@ TEST(CgroupDir, PresentAbsentGone) {
   EXPECT_FALSE((*dir)->alive());
 }
 
-/// The process-wide descriptor budget for one test, 0 (no descriptor kept
-/// open: every read opens the file) again after it. Each test says which it
-/// needs: a budget left behind by another test changes what a removed
-/// fixture file reads like (a kept-open descriptor still reads it).
-struct FdBudgetScope {
-  explicit FdBudgetScope(long budget) { CgroupDir::setFdBudget(budget); }
-  ~FdBudgetScope() { CgroupDir::setFdBudget(0); }
-};
-
 TEST(CgroupDir, GrowsBufferForLargeFiles) {
-  FdBudgetScope keep(1000);  // keep descriptors open, as the daemon does
+  auto keep = std::make_shared<FdBudget>(1000);  // keep descriptors open, as the daemon does
   test::TempTree t;
   std::string big;
   for (int i = 0; i < 5000; ++i) big += "key" + std::to_string(i) + " " + std::to_string(i) + "\n";
   t.write("cg/cgroup.procs", "");
   t.write("cg/memory.stat", big);
-  auto dir = CgroupDir::open(t.path("cg"));
+  auto dir = CgroupDir::open(t.path("cg"), keep);
   ASSERT_TRUE(dir.ok());
   std::string buf;
   std::string_view out;
@@ -148,27 +139,31 @@ TEST(CgroupDir, FdBudgetSpentReadsUncachedAndCounts) {
   t.write("cg/cgroup.procs", "");
   t.write("cg/memory.current", "123\n");
   t.write("cg/memory.max", "max\n");
-  auto dir = CgroupDir::open(t.path("cg"));
+  auto budget = std::make_shared<FdBudget>(0);
+  auto dir = CgroupDir::open(t.path("cg"), budget);
   ASSERT_TRUE(dir.ok());
-  CgroupDir::setFdBudget(CgroupDir::cachedFds());  // no room left
+  EXPECT_EQ(budget->kept(), 1);  // the directory, always kept
+  budget->setBudget(budget->kept());  // no room left
   std::string buf;
   std::string_view out;
-  const uint64_t before = CgroupDir::uncachedReads();
-  const long kept = CgroupDir::cachedFds();
+  const uint64_t before = budget->uncachedReads();
+  const long kept = budget->kept();
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
     EXPECT_EQ(out, "123\n");
   }
-  EXPECT_EQ(CgroupDir::uncachedReads(), before + 3);
-  EXPECT_EQ(CgroupDir::cachedFds(), kept);  // nothing kept, nothing leaked
+  EXPECT_EQ(budget->uncachedReads(), before + 3);
+  EXPECT_EQ(budget->kept(), kept);  // nothing kept, nothing leaked
   t.write("cg/memory.current", "456\n");  // each read opens the file anew
   ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
   EXPECT_EQ(out, "456\n");
-  CgroupDir::setFdBudget(kept + 1);  // room for one
+  budget->setBudget(kept + 1);  // room for one
   ASSERT_EQ((*dir)->read(FileId::kV2Current, buf, out), ReadStatus::kOk);
   ASSERT_EQ((*dir)->read(FileId::kV2Max, buf, out), ReadStatus::kOk);
-  EXPECT_EQ(CgroupDir::cachedFds(), kept + 1);
-  EXPECT_EQ(CgroupDir::uncachedReads(), before + 5);  // memory.max found no room
+  EXPECT_EQ(budget->kept(), kept + 1);
+  EXPECT_EQ(budget->uncachedReads(), before + 5);  // memory.max found no room
+  dir->reset();  // its descriptors are given back
+  EXPECT_EQ(budget->kept(), 0);
   EXPECT_EQ(cgroupfs::defaultFdBudget(20000, 4096), 15648);
   EXPECT_EQ(cgroupfs::defaultFdBudget(1024, 4096), 0);
 }
@@ -177,8 +172,8 @@ TEST(CgroupDir, FdBudgetSpentReadsUncachedAndCounts) {
 // memory.high; a missing file is an error, not a vanished cgroup.
 TEST(UsageLimit, V1AndV2MaxThenHigh) {
   // A fixture file removed below must read as absent: no descriptor kept
-  // open (on cgroupfs a kept one reads ENODEV; a regular file's still reads).
-  FdBudgetScope transient(0);
+  // open (on cgroupfs a kept one reads ENODEV; a regular file's still reads),
+  // as with no FdBudget.
   test::TempTree t;
   t.write("v1/cgroup.procs", "");
   t.write("v1/memory.usage_in_bytes", "100\n");

@@ -448,11 +448,19 @@ def run_variable(prom, ctx, v, start, end):
 
 
 def fetch_json(url):
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return json.load(r), None
-    except (urllib.error.URLError, ValueError) as e:
-        return None, str(e)
+    """GET a JSON API. A 503 is the exporter's "too many requests at once, retry
+    later" (its queue wait passed on a loaded machine): retried, as a client
+    should, up to 10 times a second apart; any other error is returned."""
+    for attempt in range(10):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                return json.load(r), None
+        except urllib.error.HTTPError as e:
+            if e.code != 503 or attempt == 9:
+                return None, str(e)
+            time.sleep(1)
+        except (urllib.error.URLError, ValueError) as e:
+            return None, str(e)
 
 
 def cmd_queries(args):

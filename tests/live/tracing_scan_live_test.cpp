@@ -415,7 +415,9 @@ TEST_F(TracingScanLive, RmdirDropsTheSeries) {
   }
   ASSERT_TRUE(gone) << "rmdir " << cg.path << ": " << strerror(errno);
   EXPECT_TRUE(waitFor(false)) << "series of the removed cgroup still there";
-  EXPECT_EQ((*tracer)->snapshot().aggregator.cgroups_removed, removed0 + 1);
+  // At least ours: the counter is the whole host's (any cgroup with a series
+  // removed meanwhile counts too; a CI run saw 7 more under parallel load).
+  EXPECT_GE((*tracer)->snapshot().aggregator.cgroups_removed, removed0 + 1);
 }
 
 TEST_F(TracingScanLive, ProactiveEpisodeIsChargedToItsTarget) {

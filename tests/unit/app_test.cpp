@@ -3,14 +3,11 @@
 // loopback. No root: vmscan is off, the controller disabled.
 #include "exporter/app.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/loopback_http.h"
 #include "tests/support/temp_tree.h"
 
 namespace memcg {
@@ -35,28 +32,8 @@ http::Response get(const App& app, const std::string& path) {
   return http::dispatch(app.routes(), q);
 }
 
-/// One raw HTTP/1.0 exchange with the server on loopback.
 std::string exchange(int port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    size_t off = 0;
-    while (off < request.size()) {
-      ssize_t n = ::write(fd, request.data() + off, request.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    ::shutdown(fd, SHUT_WR);
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  return test::loopbackExchange(port, request);
 }
 
 TEST(App, EveryPartRegistersItsRoutes) {

@@ -5,11 +5,7 @@
 // loopback. A data race fails the TSan build of this test; in every build the
 // answers must stay whole and right: every request 200, the recorded sum
 // equal to the sum of the same samples, the alert firing.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,6 +17,7 @@
 #include <vector>
 
 #include "exporter/app.h"
+#include "tests/support/loopback_http.h"
 #include "tests/support/temp_tree.h"
 
 namespace memcg {
@@ -29,28 +26,12 @@ namespace {
 /// One HTTP/1.0 GET on loopback: the status code and the body (0 when the
 /// exchange failed).
 std::pair<int, std::string> httpGet(int port, const std::string& path) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.0\r\n\r\n";
-    size_t off = 0;
-    while (off < req.size()) {
-      ssize_t n = ::write(fd, req.data() + off, req.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    char buf[16384];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  const std::string out =
+      test::loopbackExchange(port, "GET " + path + " HTTP/1.0\r\n\r\n");
   if (out.rfind("HTTP/1.1 ", 0) != 0) return {0, out};
   const size_t body = out.find("\r\n\r\n");
-  return {std::atoi(out.c_str() + 9), body == std::string::npos ? "" : out.substr(body + 4)};
+  return {std::atoi(out.c_str() + 9),
+          body == std::string::npos ? "" : out.substr(body + 4)};
 }
 
 /// The first sample value of an instant-vector answer of the query API, NaN
@@ -110,10 +91,11 @@ TEST(AppThreads, SamplerRulesQueriesAndScrapesRunTogether) {
   };
   const long now = static_cast<long>(std::time(nullptr));
   std::vector<Client> clients;
-  for (std::string p : std::vector<std::string>{"/metrics", "/metrics", "/api/v1/query?query=threads:usage_bytes:sum",
-        "/api/v1/query_range?query=sum(memcg_memory_usage_bytes)&step=0.5&start=" +
-            std::to_string(now - 30) + "&end=" + std::to_string(now + 300),
-        "/api/v1/rules", "/api/v1/alerts"})
+  for (std::string p : std::vector<std::string>{
+           "/metrics", "/metrics", "/api/v1/query?query=threads:usage_bytes:sum",
+           "/api/v1/query_range?query=sum(memcg_memory_usage_bytes)&step=0.5&start=" +
+               std::to_string(now - 30) + "&end=" + std::to_string(now + 300),
+           "/api/v1/rules", "/api/v1/alerts"})
     clients.push_back(Client{p, 0, 0, {}});
   std::vector<std::thread> threads;
   for (auto& c : clients) {
@@ -142,21 +124,23 @@ TEST(AppThreads, SamplerRulesQueriesAndScrapesRunTogether) {
 
   // The recorded sum is the sum of the samples it was computed from: both
   // queried at one evaluation time of the rule, whose output is written at it.
-  auto alerts = nlohmann::json::parse(httpGet(port, "/api/v1/alerts").second, nullptr, false);
+  auto alerts =
+      nlohmann::json::parse(httpGet(port, "/api/v1/alerts").second, nullptr, false);
   ASSERT_FALSE(alerts.is_discarded());
   bool firing = false;
   for (const auto& a : alerts["data"]["alerts"])
     firing |= a["labels"]["alertname"] == "ThreadsUsage" && a["state"] == "firing";
   EXPECT_TRUE(firing) << alerts.dump();
   auto series = nlohmann::json::parse(
-      httpGet(port, "/api/v1/query?query=timestamp(threads:usage_bytes:sum)").second, nullptr,
-      false);
+      httpGet(port, "/api/v1/query?query=timestamp(threads:usage_bytes:sum)").second,
+      nullptr, false);
   ASSERT_FALSE(series.is_discarded());
   const std::string ts = series["data"]["result"][0]["value"][1].get<std::string>();
   const double recordedSum = firstValue(
       httpGet(port, "/api/v1/query?query=threads:usage_bytes:sum&time=" + ts).second);
   const double directSum = firstValue(
-      httpGet(port, "/api/v1/query?query=sum(memcg_memory_usage_bytes)&time=" + ts).second);
+      httpGet(port, "/api/v1/query?query=sum(memcg_memory_usage_bytes)&time=" + ts)
+          .second);
   EXPECT_GT(recordedSum, 0);
   EXPECT_DOUBLE_EQ(recordedSum, directSum);
 }

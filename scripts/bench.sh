@@ -50,6 +50,6 @@ if [[ $what == rules || $what == all ]]; then
   bench/rules_latency.sh build/exporter/memcg_exporter 10 30 1000 300
 fi
 if [[ $what == soak || $what == all ]]; then
-  echo "== soak: everything on under scrapes, API calls and cgroup churn (MEMCG_SOAK_SECONDS, default 120)"
-  bench/soak.sh build/exporter/memcg_exporter "${MEMCG_SOAK_SECONDS:-120}"
+  echo "== soak: everything on under scrapes, API calls and cgroup churn (MEMCG_SOAK_SECONDS, default 120; MEMCG_SOAK_WARMUP, default 45; the issue's figure: 1560 and 960)"
+  bench/soak.sh build/exporter/memcg_exporter "${MEMCG_SOAK_SECONDS:-120}" "${MEMCG_SOAK_WARMUP:-45}"
 fi

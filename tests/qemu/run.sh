@@ -340,14 +340,42 @@ log "booting ${kernel_pkg} (${kver}) under qemu/TCG, timeout ${timeout_s}s," \
     "exporter: ${exporter:-none}"
 t_boot=${SECONDS}
 prep_s=$((t_boot - t_start))
-qemu_rc=0
-timeout -k 5 "${timeout_s}" qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot \
-  -kernel "${vmlinuz}" -initrd "${initrd}" \
-  -drive "file=${disk},format=raw,if=virtio" \
-  -append "${guest_args}" </dev/null >"${console}" 2>&1 &
-qemu_pid=$!
-wait "${qemu_pid}" || qemu_rc=$?
-qemu_pid=""
+# A TCG boot can hang before /init prints its first line (seen once on an idle
+# host: SeaBIOS, "Booting from ROM..", then silence until the 900 s timeout).
+# /init prints a MEMCG_TEST line at once, so a guest silent for boot_watch_s
+# is killed and booted once more, without "quiet" so that its kernel messages
+# show where a second hang stops. Only a silent boot is retried: a guest that
+# started its tests is never run twice.
+boot_watch_s="${MEMCG_QEMU_BOOT_WATCH:-300}"
+hung=0
+boot_once() {  # boot_once KERNEL-ARGS: runs the guest; sets qemu_rc, hung
+  qemu_rc=0
+  hung=0
+  : >"${console}"
+  timeout -k 5 "${timeout_s}" qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nographic -no-reboot \
+    -kernel "${vmlinuz}" -initrd "${initrd}" \
+    -drive "file=${disk},format=raw,if=virtio" \
+    -append "$1" </dev/null >"${console}" 2>&1 &
+  qemu_pid=$!
+  local waited=0
+  while kill -0 "${qemu_pid}" 2>/dev/null && ! grep -aq 'MEMCG_TEST' "${console}"; do
+    if ((waited >= boot_watch_s)); then
+      hung=1
+      kill "${qemu_pid}" 2>/dev/null || true
+      break
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  wait "${qemu_pid}" || qemu_rc=$?
+  qemu_pid=""
+}
+boot_once "${guest_args}"
+if ((hung)); then
+  log "the guest printed nothing in ${boot_watch_s}s (a boot hung under TCG); booting it again, without quiet"
+  cp "${console}" "${console}.first-boot"
+  boot_once "${guest_args/quiet /}"
+fi
 boot_s=$((SECONDS - t_boot))
 
 # --- 10. results -------------------------------------------------------------------------

@@ -181,3 +181,19 @@ STREAM_TIMEOUT=3600
 stream_in_cgroup() {
   timeout "${STREAM_TIMEOUT}" sh -c "echo \$\$ >$1/cgroup.procs && cat $2 && :" | wc -c
 }
+
+# wait_controller_state PORT TOKEN FILE PATTERN: GETs /api/v1/controller/state
+# into FILE.body every 0.5 s until the answer is 200 and its body matches
+# PATTERN (grep), 30 s at most; returns 0 when it matched. The waiter arms
+# its sources at its own pace on an emulated CPU of a loaded host, so a check
+# after one fixed second could miss them.
+wait_controller_state() {
+  _i=0
+  while :; do
+    _code="$(http_request "$1" GET /api/v1/controller/state "$2" "" "$3")"
+    [ "${_code}" = 200 ] && grep -q "$4" "$3.body" && return 0
+    [ "${_i}" -ge 60 ] && return 1
+    sleep 0.5
+    _i=$((_i + 1))
+  done
+}

@@ -60,20 +60,11 @@ if [ "${code}" != 200 ]; then
   exit 0
 fi
 # The waiter arms the trigger on its first look at the new protection.
-# Polled (30 s at most), not one fixed second: the waiter's first look comes
-# at its own pace on an emulated CPU of a loaded host.
-i=0
-while :; do
-  code="$(http_request "${PORT}" GET /api/v1/controller/state "${TOKEN}" "" "${A}")"
-  { [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; } && break
-  [ "${i}" -ge 60 ] && break
-  sleep 0.5
-  i=$((i + 1))
-done
-if [ "${code}" = 200 ] && grep -q '"wake":"psi+poll"' "${A}.body"; then
+# Polled, 30 s at most (wait_controller_state, lib.sh).
+if wait_controller_state "${PORT}" "${TOKEN}" "${A}" '"wake":"psi+poll"'; then
   mt_pass ctl_psi_trigger_armed
 else
-  mt_fail ctl_psi_trigger_armed "state: HTTP ${code:-none}" \
+  mt_fail ctl_psi_trigger_armed "state: HTTP ${_code:-none}" \
     "$(grep -o '"wake":"[^"]*"' "${A}.body" 2>/dev/null) (want psi+poll)"
   tail -n 20 /tmp/exporter_ctl_psi.log | sed 's/^/MEMCG_LOG exporter: /'
 fi

@@ -44,9 +44,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
-#include "collectors/cgroupfs/file_names.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/file_names.h"
+#include "cgroupfs/discovery.h"
 
 using namespace memcg;
 using Clock = std::chrono::steady_clock;

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/discovery.h"
 #include "common/result.h"
 #include "metrics/descriptors.h"
 #include "metrics/metric.h"

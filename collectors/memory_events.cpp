@@ -15,7 +15,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/memory_events.h"
 
 namespace memcg {

@@ -21,7 +21,7 @@
 #include <regex>
 #include <unordered_map>
 
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/collector.h"
 
 namespace memcg {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/collector.h"
 
 namespace memcg {

@@ -7,7 +7,7 @@
 // (absent when PSI is off: CONFIG_PSI=n or psi=0), per cgroup from
 // memory.pressure (v2, and on hybrid hosts the cgroup2 directory of the same
 // path, which has it even without the memory controller). Kernel >= 4.20.
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/collector.h"
 #include "common/log.h"
 

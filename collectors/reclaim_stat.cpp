@@ -7,7 +7,7 @@
 // On every other kernel the file is absent and nothing is exported; the
 // tracepoint collectors synthesise the same figures from vmscan events.
 // Unknown keys are ignored.
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/collector.h"
 
 namespace memcg {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "collectors/collector.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "common/flag_spec.h"
 #include "common/result.h"
 #include "tracing/tracer.h"

@@ -11,7 +11,7 @@
 // Keys not in the table are ignored. Kernel >= 5.9 for the anon/file split.
 #include <unordered_map>
 
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "collectors/collector.h"
 
 namespace memcg {

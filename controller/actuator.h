@@ -36,8 +36,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/readers.h"
 #include "common/fd.h"
 #include "common/result.h"
 #include "controller/journal.h"

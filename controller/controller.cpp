@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "collectors/cgroupfs/usage_limit.h"
+#include "cgroupfs/usage_limit.h"
 #include "common/log.h"
 #include "controller/prot.h"
 

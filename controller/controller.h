@@ -58,7 +58,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "common/fd.h"
 #include "controller/actuator.h"
 #include "controller/audit_log.h"

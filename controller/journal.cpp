@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
+#include "cgroupfs/cgroup_dir.h"
 #include "common/log.h"
 #include "common/parse.h"
 

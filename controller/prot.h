@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
+#include "cgroupfs/cgroup_dir.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "controller/controller.h"

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collectors/cgroupfs/file_names.h"
+#include "cgroupfs/file_names.h"
 #include "common/parse.h"
 #include "controller/controller.h"
 #include "controller/prot.h"

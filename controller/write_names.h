@@ -1,5 +1,5 @@
 // The cgroupfs files the controller WRITES, named once (the read side is
-// collectors/cgroupfs/file_names.h; where a file is also read, the read goes
+// cgroupfs/file_names.h; where a file is also read, the read goes
 // through its FileId there).
 //
 // Only controller/actuator.cpp opens these for writing. Candidates to move to

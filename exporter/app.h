@@ -23,7 +23,7 @@
 #include <memory>
 #include <optional>
 
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "collectors/taskstats.h"
 #include "collectors/vmscan.h"
 #include "controller/api.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "collectors/registry.h"
 #include "controller/options.h"
 #include "rules/options.h"

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
+#include "cgroupfs/cgroup_dir.h"
 #include "common/log.h"
 #include "exporter/app.h"
 #include "exporter/flags.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "metrics/metric.h"
 
 namespace memcg {

@@ -1,12 +1,12 @@
-// The cgroupfs readers, one per file shape (collectors/cgroupfs/readers.h):
+// The cgroupfs readers, one per file shape (cgroupfs/readers.h):
 // single value, value or "max", flat keyed (memory.stat, memory.events),
 // nested keyed (memory.pressure, io.stat), and the mountinfo parser
-// (collectors/discovery.h), on arbitrary text. Seeds: tests/fixtures/cgroupfs
+// (cgroupfs/discovery.h), on arbitrary text. Seeds: tests/fixtures/cgroupfs
 // and tests/fixtures/procfs.
 #include <string_view>
 
-#include "collectors/cgroupfs/readers.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/readers.h"
+#include "cgroupfs/discovery.h"
 #include "tests/support/fuzz_support.h"
 
 using namespace memcg;

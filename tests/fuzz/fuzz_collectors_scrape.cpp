@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "common/parse.h"
 #include "exporter/scraper.h"
 #include "tests/support/fuzz_support.h"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "controller/api.h"
 #include "controller/controller.h"
 #include "tests/support/fuzz_support.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "collectors/registry.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "exporter/api.h"
 #include "exporter/scraper.h"
 #include "tests/support/fuzz_support.h"

@@ -31,7 +31,7 @@
 #include <cmath>
 
 #include "collectors/collector.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
 #include "tests/support/tracing_live_support.h"

@@ -5,7 +5,7 @@
 #include <regex>
 #include <string>
 
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "collectors/registry.h"
 #include "exporter/scraper.h"
 #include "tests/support/temp_tree.h"

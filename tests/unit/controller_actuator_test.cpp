@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 #include "controller/actuator.h"
 #include "tests/support/controller_fixture.h"
 

@@ -1,4 +1,4 @@
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
-#include "collectors/cgroupfs/usage_limit.h"
+#include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/usage_limit.h"
 #include "common/file.h"
 
 #include <fstream>

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/cgroupfs/cgroup_dir.h"
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/readers.h"
 #include "common/result.h"
 
 namespace memcg::cgroupfs {

@@ -1,4 +1,4 @@
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/readers.h"
 
 #include <unistd.h>
 

@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "common/flag_spec.h"
-#include "collectors/cgroupfs/cgroup_dir.h"
+#include "cgroupfs/cgroup_dir.h"
 #include "common/result.h"
 
 namespace memcg {

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/cgroupfs/file_names.h"
+#include "cgroupfs/file_names.h"
 #include "common/fd.h"
 #include "common/result.h"
 

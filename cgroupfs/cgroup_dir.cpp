@@ -1,4 +1,4 @@
-#include "collectors/cgroupfs/cgroup_dir.h"
+#include "cgroupfs/cgroup_dir.h"
 
 #include "common/file.h"
 #include "common/log.h"

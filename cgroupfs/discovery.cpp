@@ -1,4 +1,4 @@
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "collectors/cgroupfs/file_names.h"
-#include "collectors/cgroupfs/readers.h"
+#include "cgroupfs/file_names.h"
+#include "cgroupfs/readers.h"
 #include "common/log.h"
 #include "common/parse.h"
 

@@ -1,4 +1,4 @@
-#include "collectors/cgroupfs/usage_limit.h"
+#include "cgroupfs/usage_limit.h"
 
 #include <cerrno>
 

@@ -9,9 +9,9 @@
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "controller/controller_collector.h"
-#include "exporter/api.h"
-#include "exporter/version.h"
-#include "exporter/web.h"
+#include "web/api/v1/exporter.h"
+#include "common/version.h"
+#include "web/ui.h"
 #include "metrics/text_format.h"
 
 namespace memcg {

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "controller/options.h"
-#include "exporter/web_config.h"
+#include "web/web_config.h"
 
 namespace memcg {
 namespace {

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "exporter/app.h"
 #include "exporter/flags.h"
-#include "exporter/version.h"
+#include "common/version.h"
 
 using namespace memcg;
 

@@ -3,7 +3,7 @@
 // one thread at a fixed interval through the SAME collectors as /metrics
 // (Scraper::scrape with a ScrapeFilter: only the selected families' collectors
 // and only the selected cgroups are read). It implements promql::Storage, so
-// the PromQL engine and the /api/v1/query* routes (history/api.h) read it.
+// the PromQL engine and the /api/v1/query* routes (web/api/v1/history.h) read it.
 //
 // Storage: per series, Gorilla-style chunks (delta-of-delta timestamps, XOR
 // floats; history/chunk.h), 120 samples a chunk, whole chunks dropped past the
@@ -48,7 +48,7 @@ struct Options {
   bool matchGiven = false;  ///< the first --history.match replaces the default
   bool enable = true;       ///< --[no-]history.enable
   /// --query.timeout: the default and upper bound of the query API's ?timeout=
-  /// (the evaluator gives up at it; history/api.h).
+  /// (the evaluator gives up at it; web/api/v1/history.h).
   int64_t queryTimeoutMs = 2 * 60 * 1000;
   int64_t queryMaxSamples = 50'000'000;  ///< --query.max-samples
 };

@@ -1,10 +1,10 @@
-// unit.live_view_js: the live view's client-side logic (exporter/web/live.js)
+// unit.live_view_js: the live view's client-side logic (web/ui/live.js)
 // under node's built-in test runner.
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('path');
-const L = require(path.join(__dirname, '..', '..', 'exporter', 'web', 'live.js'));
+const L = require(path.join(__dirname, '..', '..', 'web', 'ui', 'live.js'));
 
 test('bytes in IEC units, absent and unlimited stay distinct from 0', () => {
   assert.equal(L.fmtBytes(0), '0 B');

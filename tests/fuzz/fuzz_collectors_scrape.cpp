@@ -15,7 +15,7 @@
 #include "collectors/registry.h"
 #include "cgroupfs/discovery.h"
 #include "common/parse.h"
-#include "exporter/scraper.h"
+#include "collectors/scraper.h"
 #include "tests/support/fuzz_support.h"
 
 using namespace memcg;

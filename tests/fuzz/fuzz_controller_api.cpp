@@ -1,4 +1,4 @@
-// The controller API's request handling (controller/api.h): bearer-token
+// The controller API's request handling (web/api/v1/controller.h): bearer-token
 // check, the protect/unprotect JSON bodies (cgroup label, byte and percent
 // margins, floor) and the Controller's validation behind them, on a v1 and a
 // v2 fixture tree built in a scratch directory. The controller's threads are
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cgroupfs/discovery.h"
-#include "controller/api.h"
+#include "web/api/v1/controller.h"
 #include "controller/controller.h"
 #include "tests/support/fuzz_support.h"
 

@@ -2,7 +2,7 @@
 // throw std::invalid_argument, which main turns into exit status 2, and
 // nothing else may escape), the controller's PSI trigger
 // (controller/controller.h parsePsiTrigger), --web.listen-address, the log
-// level, and the HTTP API's query helpers (exporter/api.h: queryParam and the
+// level, and the HTTP API's query helpers (web/api/v1/exporter.h: queryParam and the
 // report window, converted to steady_clock ticks as the reclaim report handler does).
 //
 // Input: argv elements separated by '\0' (argv[0] is added). The same bytes
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "controller/controller.h"
-#include "exporter/api.h"
+#include "web/api/v1/exporter.h"
 #include "exporter/flags.h"
 #include "tests/support/fuzz_support.h"
 

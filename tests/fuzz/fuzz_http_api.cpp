@@ -1,4 +1,4 @@
-// The read-only JSON API (exporter/api.h) as civetweb hands it a request: the
+// The read-only JSON API (web/api/v1/exporter.h) as civetweb hands it a request: the
 // URL-decoded path below /api/v1 and the raw query string, any bytes. Every
 // answer must be a JSON object (an exception here would leave a civetweb
 // handler and end the process). A scraper over the committed v2 fixture tree.
@@ -11,8 +11,8 @@
 
 #include "collectors/registry.h"
 #include "cgroupfs/discovery.h"
-#include "exporter/api.h"
-#include "exporter/scraper.h"
+#include "web/api/v1/exporter.h"
+#include "collectors/scraper.h"
 #include "tests/support/fuzz_support.h"
 
 using namespace memcg;

@@ -7,7 +7,7 @@
 
 #include "cgroupfs/discovery.h"
 #include "collectors/registry.h"
-#include "exporter/scraper.h"
+#include "collectors/scraper.h"
 #include "tests/support/temp_tree.h"
 
 namespace memcg::test {

@@ -1,7 +1,7 @@
 // The JSON handlers: auth, validation, status codes, and the happy path.
 #include <gtest/gtest.h>
 
-#include "controller/api.h"
+#include "web/api/v1/controller.h"
 #include "tests/support/controller_fixture.h"
 
 namespace memcg::controller {

@@ -1,8 +1,8 @@
-// The HTTP server (exporter/http_server.h) on loopback: concurrent
+// The HTTP server (web/http_server.h) on loopback: concurrent
 // keep-alive clients each get their own whole answers, a slow client never
 // holds a worker, and requests beyond the workers wait queueWaitMs, then 503.
-#include "exporter/http_server.h"
-#include "exporter/web_config.h"
+#include "web/http_server.h"
+#include "web/web_config.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

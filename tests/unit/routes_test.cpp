@@ -1,13 +1,13 @@
 // The route table: dispatch, the one JSON error shape, the body limit, the
 // safe serialiser, and the landing page asset.
-#include "exporter/routes.h"
+#include "web/routes.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "exporter/web.h"
+#include "web/ui.h"
 
 namespace memcg {
 namespace {

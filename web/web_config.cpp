@@ -1,4 +1,4 @@
-#include "exporter/web_config.h"
+#include "web/web_config.h"
 
 #include <crypt.h>
 #include <sys/stat.h>

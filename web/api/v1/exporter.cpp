@@ -1,4 +1,4 @@
-#include "exporter/api.h"
+#include "web/api/v1/exporter.h"
 
 #include <nlohmann/json.hpp>
 

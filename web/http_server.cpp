@@ -1,4 +1,4 @@
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-#include "history/api.h"
+#include "web/api/v1/history.h"
 
 #include <cerrno>
 #include <charconv>

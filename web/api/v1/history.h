@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "exporter/routes.h"
+#include "web/routes.h"
 #include "history/history.h"
 #include "metrics/metric.h"
 #include "promql/engine.h"

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "exporter/routes.h"
-#include "exporter/tls.h"
+#include "web/routes.h"
+#include "web/tls.h"
 
 namespace memcg {
 

@@ -1,10 +1,10 @@
-#include "exporter/scraper.h"
+#include "collectors/scraper.h"
 
 #include <chrono>
 #include <mutex>
 
 #include "common/log.h"
-#include "exporter/version.h"
+#include "common/version.h"
 #include "metrics/text_format.h"
 
 namespace memcg {

@@ -45,8 +45,8 @@
 #include <string>
 #include <string_view>
 
-#include "exporter/routes.h"
-#include "exporter/tls.h"
+#include "web/routes.h"
+#include "web/tls.h"
 
 namespace memcg {
 

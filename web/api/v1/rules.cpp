@@ -1,4 +1,4 @@
-#include "rules/api.h"
+#include "web/api/v1/rules.h"
 
 #include <chrono>
 

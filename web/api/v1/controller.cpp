@@ -1,4 +1,4 @@
-#include "controller/api.h"
+#include "web/api/v1/controller.h"
 
 #include "common/file.h"
 

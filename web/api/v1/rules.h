@@ -1,4 +1,4 @@
-// The rule engine's HTTP rows (exporter/routes.h):
+// The rule engine's HTTP rows (web/routes.h):
 //
 //   GET  /api/v1/rules[?type=alert|record]   Prometheus' shape
 //   GET  /api/v1/alerts                      Prometheus' shape
@@ -21,8 +21,8 @@
 #include <mutex>
 #include <string>
 
-#include "controller/api.h"
-#include "exporter/routes.h"
+#include "web/api/v1/controller.h"
+#include "web/routes.h"
 #include "rules/actions.h"
 #include "rules/manager.h"
 

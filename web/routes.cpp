@@ -1,4 +1,4 @@
-#include "exporter/routes.h"
+#include "web/routes.h"
 
 #include <strings.h>
 

@@ -1,5 +1,5 @@
 // JSON handlers for /api/v1/controller/..., registered as rows of the route
-// table (exporter/routes.h). Thin: validate, call the Controller, render its
+// table (web/routes.h). Thin: validate, call the Controller, render its
 // answer; the preamble they share (503 while disabled, the bearer token, a
 // JSON object body) is one wrapper (api.cpp endpoint()).
 //
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "controller/controller.h"
-#include "exporter/routes.h"
+#include "web/routes.h"
 
 namespace memcg::controller {
 

@@ -1,4 +1,4 @@
-// Web assets compiled into the binary (exporter/web/*, embedded by
+// Web assets compiled into the binary (web/ui/*, embedded by
 // cmake/embed_asset.cmake) and the routes that serve them.
 //
 // index.html is a template: {{version}}, {{revision}}, {{telemetry_path}} and
@@ -9,15 +9,15 @@
 #include <string_view>
 #include <vector>
 
-#include "exporter/routes.h"
+#include "web/routes.h"
 
 namespace memcg::web {
 
-extern const std::string_view kIndexHtml;  ///< exporter/web/index.html
-extern const std::string_view kLiveJs;     ///< exporter/web/live.js (the live view)
-extern const std::string_view kLiveCss;    ///< exporter/web/live.css
+extern const std::string_view kIndexHtml;  ///< web/ui/index.html
+extern const std::string_view kLiveJs;     ///< web/ui/live.js (the live view)
+extern const std::string_view kLiveCss;    ///< web/ui/live.css
 
-/// The series the live view's PromQL reads (exporter/web/live.js), as series
+/// The series the live view's PromQL reads (web/ui/live.js), as series
 /// selectors for the history to sample (history::History::select) so the view
 /// works without --history.match naming them. Keep in step with live.js.
 inline constexpr std::string_view kLiveViewSeries[] = {

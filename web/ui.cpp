@@ -1,6 +1,6 @@
-#include "exporter/web.h"
+#include "web/ui.h"
 
-#include "exporter/version.h"
+#include "common/version.h"
 
 namespace memcg::web {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/tls.h"
+#include "web/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -1,6 +1,6 @@
 // The exporter's JSON API (nlohmann_json), thin: validate input, call one
 // part, render its answer. Registered as rows of the route table
-// (exporter/routes.h) by the App:
+// (web/routes.h) by the App:
 //
 //   GET /api/v1/cgroups            the cgroups of the last walk
 //   GET /api/v1/metrics            the metric table (name, help, type, labels)
@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "exporter/routes.h"
-#include "exporter/scraper.h"
+#include "web/routes.h"
+#include "collectors/scraper.h"
 
 namespace memcg {
 class TaskstatsService;

@@ -1,7 +1,7 @@
 // One scrape: take discovery's current tree (discovery.h), run the enabled collectors into a Sink, add
 // the exporter's own metrics, and render the text exposition.
 //
-// Scrapes may run concurrently (one per civetweb worker): each has its own
+// Scrapes may run concurrently (one per HTTP worker): each has its own
 // Sink and buffers; shared state is the immutable CgroupTree, the collectors
 // (which keep no per-scrape state) and atomic counters.
 #pragma once

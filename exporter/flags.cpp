@@ -156,7 +156,7 @@ Options parseFlags(int argc, const char* const* argv) {
     }
     f->set(*value);
   }
-  civetListeningPort(o.listenAddress);  // validate early
+  listenSpec(o.listenAddress);  // validate early
   return o;
 }
 
@@ -178,7 +178,7 @@ std::string usage() {
   return s.str();
 }
 
-std::string civetListeningPort(const std::string& addr) {
+std::string listenSpec(const std::string& addr) {
   auto colon = addr.rfind(':');
   if (colon == std::string::npos) {
     throw std::invalid_argument("--web.listen-address must be [host]:port, got \"" + addr + "\"");

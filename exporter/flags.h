@@ -52,8 +52,7 @@ Options parseFlags(int argc, const char* const* argv);
 std::string usage();
 
 /// ":9712" -> "9712" (all interfaces), "127.0.0.1:9712", "[::1]:9712" as they
-/// are (the syntax http_server.h binds; the name is
-/// from when civetweb served). Throws std::invalid_argument.
-std::string civetListeningPort(const std::string& listenAddress);
+/// are (the syntax web/http_server.h binds). Throws std::invalid_argument.
+std::string listenSpec(const std::string& listenAddress);
 
 }  // namespace memcg

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     std::cout << "memcg_exporter, version " << kVersion << " (revision: " << kRevision << ")\n";
     return 0;
   }
-  // One malloc arena per civetweb worker would keep each scrape's peak
+  // One malloc arena per HTTP worker would keep each scrape's peak
   // (megabytes at 1,000 cgroups) resident once per thread.
   mallopt(M_ARENA_MAX, 2);
   // A fixed mmap threshold: a scrape's large buffers (the 30 MB exposition

@@ -13,11 +13,11 @@ if [[ $what == scrape || $what == all ]]; then
 fi
 if [[ $what == taskstats || $what == all ]]; then
   echo "== taskstats: a cgroup with 1,000 tasks"
-  build/collectors/taskstats/taskstats_bench
+  build/bench/taskstats_bench
 fi
-if [[ $what == tracing || $what == all ]] && [[ -x build/tracing/tracing_decode_bench ]]; then
+if [[ $what == tracing || $what == all ]] && [[ -x build/bench/tracing_decode_bench ]]; then
   echo "== tracing: decode + aggregate throughput"
-  build/tracing/tracing_decode_bench
+  build/bench/tracing_decode_bench
 fi
 if [[ $what == tracing_idle || $what == all ]]; then
   echo "== tracing reader idle cost: read every CPU each interval vs one epoll_wait (2 measured, 64/256 simulated CPUs)"
@@ -35,7 +35,7 @@ if [[ $what == seed000 || $what == all ]]; then
   echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM);"
   echo "   disk-backed and fast (ext4 on a loop device over /dev/shm) readers, idle and CPU-hogged"
   bench/seed000_delays.sh build/exporter/memcg_exporter 5
-  build/controller/controller_seed000
+  build/bench/controller_seed000
 fi
 if [[ $what == seed001 || $what == all ]]; then
   echo "== seed 001: HTTP service with a working set 2x its limit (half the requests write), controller off/on"

@@ -11,7 +11,7 @@
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
 #   (scripts/test.sh's fuzz stage calls deps.sh fuzz itself)
 set -euo pipefail
-build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev libcivetweb-dev
+build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev libre2-dev libcurl4-openssl-dev ccache
        libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev)

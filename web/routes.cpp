@@ -96,7 +96,8 @@ void dispatch(const Routes& routes, const Request& req, Response& resp) {
     return;
   }
   if (req.body.size() > kMaxBodyBytes) return replyError(resp, 413, "body too large");
-  // An exception out of a civetweb handler would end the process: answer 500.
+  // An exception escaping a handler would end the server's worker thread
+  // and with it the process (std::terminate): answer 500 instead.
   try {
     r->handler(req, resp);
     return;

@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     Options o = parseFlags(static_cast<int>(argv.size()), argv.data());
     (void)o.enabledCollectors();
-    (void)civetListeningPort(o.listenAddress);
+    (void)listenSpec(o.listenAddress);
   } catch (const std::invalid_argument&) {
   }
 
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(t->stallUs > 0 && t->stallUs <= t->windowUs);
   }
   try {
-    (void)civetListeningPort(std::string(in));
+    (void)listenSpec(std::string(in));
   } catch (const std::invalid_argument&) {
   }
   log::Level l;

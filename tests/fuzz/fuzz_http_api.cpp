@@ -1,6 +1,6 @@
-// The read-only JSON API (web/api/v1/exporter.h) as civetweb hands it a request: the
+// The read-only JSON API (web/api/v1/exporter.h) as the HTTP server hands it a request: the
 // URL-decoded path below /api/v1 and the raw query string, any bytes. Every
-// answer must be a JSON object (an exception here would leave a civetweb
+// answer must be a JSON object (an exception here would escape the
 // handler and end the process). A scraper over the committed v2 fixture tree.
 //
 // Input: "<path>?<query>" (no '?': the whole input is the path).

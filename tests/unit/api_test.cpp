@@ -75,7 +75,7 @@ TEST(Api, ReclaimReportNeedsTracing) {
 }
 
 // Paths, query values and cgroup names are bytes, not UTF-8: the reply must
-// still be JSON (a throwing dump() in a civetweb handler ends the process).
+// still be JSON (a throwing dump() in a handler ends the process).
 TEST(Api, InvalidUtf8IsReplacedNotThrown) {
   test::TempTree t;
   t.copyFixture("cgroupfs/v2", "cg");

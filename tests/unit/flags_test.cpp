@@ -126,10 +126,10 @@ TEST(Flags, ControllerWake) {
 }
 
 TEST(Flags, CivetListeningPort) {
-  EXPECT_EQ(civetListeningPort(":9712"), "9712");
-  EXPECT_EQ(civetListeningPort("127.0.0.1:9712"), "127.0.0.1:9712");
-  EXPECT_EQ(civetListeningPort("[::1]:9712"), "[::1]:9712");  // our server binds IPv6
-  EXPECT_THROW(civetListeningPort("::1:9712"), std::invalid_argument);
+  EXPECT_EQ(listenSpec(":9712"), "9712");
+  EXPECT_EQ(listenSpec("127.0.0.1:9712"), "127.0.0.1:9712");
+  EXPECT_EQ(listenSpec("[::1]:9712"), "[::1]:9712");  // our server binds IPv6
+  EXPECT_THROW(listenSpec("::1:9712"), std::invalid_argument);
 }
 
 TEST(Flags, BadRegexesAndPoliciesAreBadFlags) {

@@ -19,6 +19,7 @@
 #include "common/result.h"
 #include "metrics/descriptors.h"
 #include "metrics/metric.h"
+#include "metrics/registry.h"
 
 namespace memcg {
 
@@ -31,14 +32,9 @@ namespace memcg {
 /// Names a collector makes at run time (unknown memory.stat keys) come along
 /// only when the file they come from is read for a listed family. Empty
 /// functions accept all.
-struct ScrapeFilter {
-  std::function<bool(std::string_view family)> family;
-  std::function<bool(std::string_view cgroup)> cgroup;
-  /// false: read over the last discovery walk (when there is one) instead of
-  /// walking again. A cgroup removed since reads as gone and is skipped; new
-  /// ones appear at the next walk.
-  bool walk = true;
-};
+/// A restricted scrape (the history's sampler): metrics::Filter, the
+/// registry's one definition.
+using ScrapeFilter = metrics::Filter;
 
 struct ScrapeContext {
   const CgroupTree& tree;

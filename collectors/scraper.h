@@ -15,6 +15,7 @@
 #include "collectors/collector.h"
 #include "cgroupfs/discovery.h"
 #include "metrics/metric.h"
+#include "metrics/registry.h"
 
 namespace memcg {
 
@@ -26,7 +27,9 @@ struct EnabledCollector {
   bool self = false;
 };
 
-class Scraper {
+/// The cgroup collectors as one part of the metrics registry (named
+/// "collectors"): a /metrics scrape, or the sampler's filtered one.
+class Scraper final : public metrics::Collectable {
  public:
   Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors);
   ~Scraper();
@@ -52,7 +55,13 @@ class Scraper {
   bool ready() const { return discovery_.current() != nullptr; }
 
   /// Every fixed metric of the enabled collectors plus the exporter's own.
-  std::vector<const metrics::Desc*> describe() const;
+  std::vector<const metrics::Desc*> describe() const override;
+
+  /// metrics::Collectable: scrape(sink) or scrape(sink, *filter); keeps the tree.
+  std::shared_ptr<const void> collect(metrics::Sink& sink, const metrics::Filter* filter) override {
+    if (filter) return scrape(sink, *filter);
+    return scrape(sink);
+  }
 
   Discovery& discovery() { return discovery_; }
 

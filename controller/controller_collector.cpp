@@ -3,10 +3,13 @@
 namespace memcg::controller {
 namespace {
 
-class ControllerCollector : public Collector {
+class ControllerCollector final : public metrics::Collectable {
  public:
   explicit ControllerCollector(const Controller& c) : c_(c) {}
-  void collect(ScrapeContext&, metrics::Sink& sink) override { c_.collect(sink); }
+  std::shared_ptr<const void> collect(metrics::Sink& sink, const metrics::Filter*) override {
+    c_.collect(sink);
+    return nullptr;
+  }
   std::vector<const metrics::Desc*> describe() const override { return c_.describe(); }
 
  private:
@@ -15,7 +18,7 @@ class ControllerCollector : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> makeControllerCollector(const Controller& c) {
+std::unique_ptr<metrics::Collectable> makeControllerCollector(const Controller& c) {
   return std::make_unique<ControllerCollector>(c);
 }
 

@@ -1,13 +1,13 @@
-// The controller's metrics as a collector, so they are scraped with the rest.
+// The controller's metrics as its part of the metrics registry ("controller").
 #pragma once
 
 #include <memory>
 
-#include "collectors/collector.h"
+#include "metrics/registry.h"
 #include "controller/controller.h"
 
 namespace memcg::controller {
 
-std::unique_ptr<Collector> makeControllerCollector(const Controller& c);
+std::unique_ptr<metrics::Collectable> makeControllerCollector(const Controller& c);
 
 }  // namespace memcg::controller

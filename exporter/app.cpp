@@ -17,31 +17,6 @@
 namespace memcg {
 namespace {
 
-/// The rule engine's metrics as a collector, so /metrics and /api/v1/metrics
-/// list them with the rest. The engine is built after the scraper (it reads
-/// the history, which samples through the scraper): it is looked up at collect.
-class RulesCollector final : public Collector {
- public:
-  RulesCollector(const std::unique_ptr<rules::Manager>& m,
-                 const std::unique_ptr<rules::Notifier>& n, bool notifying)
-      : m_(m), n_(n), notifying_(notifying) {}
-  void collect(ScrapeContext&, metrics::Sink& sink) override {
-    if (m_) m_->collect(sink);
-    if (n_) n_->collect(sink);
-  }
-  std::vector<const metrics::Desc*> describe() const override {
-    auto v = rules::Manager::describe();
-    if (notifying_)
-      for (const auto* d : rules::Notifier::describe()) v.push_back(d);
-    return v;
-  }
-
- private:
-  const std::unique_ptr<rules::Manager>& m_;
-  const std::unique_ptr<rules::Notifier>& n_;
-  bool notifying_;
-};
-
 std::string joinNames(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ",") + n;
@@ -103,18 +78,12 @@ App::App(const Options& opts) : opts_(opts) {
   }
 
   buildController();
-  if (controller_) {
-    collectors.push_back(
-        {"controller", controller::makeControllerCollector(*controller_)});
-  }
-  // Like the controller's, listed only when the engine can do something: rule
-  // files, or a controller for the webhook's actions.
-  if (!opts_.rules.files.empty() || controller_)
-    collectors.push_back({"rules", std::make_unique<RulesCollector>(
-                                      rules_, notifier_,
-                                      !opts_.rules.notifier.alertmanagerUrls.empty())});
-  collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
+  // Each part registers its series once it exists (metrics/registry.h); the
+  // rest register in buildHistory() and buildRules().
+  metrics_.add("collectors", *scraper_);
+  if (controller_) metrics_.add("controller", controller::makeControllerCollector(*controller_));
+  metrics_.add("privileges", makePrivilegesCollector(capabilitiesDropped_));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = discovery_->refresh(); !t.ok()) {
     log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));
@@ -214,10 +183,12 @@ void App::buildController() {
 
 void App::buildHistory() {
   if (!opts_.history.enable) return;
-  Scraper& scraper = *scraper_;
+  // The sampler reads the same registry as /metrics, restricted by its filter;
+  // the cgroup collectors' tree gives the series' inodes.
   auto h = history::History::create(
-      opts_.history, [&scraper](const ScrapeFilter& f, metrics::Sink& sink) {
-        return scraper.scrape(sink, f);
+      opts_.history, [this](const ScrapeFilter& f, metrics::Sink& sink) {
+        auto c = metrics_.collect(sink, &f);
+        return std::static_pointer_cast<const CgroupTree>(c.of("collectors"));
       });
   if (!h.ok()) throw std::invalid_argument(h.error().message());
   history_ = std::move(*h);
@@ -231,8 +202,16 @@ void App::buildHistory() {
   ao.maxSamples = opts_.history.queryMaxSamples;
   ao.version = kVersion;
   ao.revision = kRevision;
-  ao.describe = [&scraper] { return scraper.describe(); };
+  ao.describe = [this] { return metrics_.describe(); };
   queryApi_ = std::make_unique<history::QueryApi>(*history_, std::move(ao));
+  history::History* hp = history_.get();
+  metrics_.add("history", std::make_unique<metrics::FunctionCollectable>(
+                              [hp](metrics::Sink& s) { hp->collectMetrics(s); },
+                              [] { return history::History::describeMetrics(); }));
+  history::QueryApi* qp = queryApi_.get();
+  metrics_.add("query_api", std::make_unique<metrics::FunctionCollectable>(
+                                [qp](metrics::Sink& s) { qp->collectMetrics(s); },
+                                [] { return history::QueryApi::describeMetrics(); }));
   history_->start();
   std::string sel;
   for (const auto& m : opts_.history.match) sel += (sel.empty() ? "" : " ") + m;
@@ -325,6 +304,23 @@ void App::buildRules() {
   auto m = rules::Manager::create(mo, std::move(be));
   if (!m.ok()) throw std::invalid_argument("--rules.file: " + m.error().message());
   rules_ = std::move(*m);
+  // Listed only when the engine can do something: rule files, or a
+  // controller for the webhook's actions.
+  if (!opts_.rules.files.empty() || controller_) {
+    rules::Manager* m = rules_.get();
+    rules::Notifier* n = notifier_.get();
+    metrics_.add("rules", std::make_unique<metrics::FunctionCollectable>(
+                              [m, n](metrics::Sink& s) {
+                                m->collect(s);
+                                if (n) n->collect(s);
+                              },
+                              [n] {
+                                auto v = rules::Manager::describe();
+                                if (n)
+                                  for (const auto* d : rules::Notifier::describe()) v.push_back(d);
+                                return v;
+                              }));
+  }
   rulesApi_ = std::make_unique<rules::RulesApi>(*rules_, *ruleActions_, *controllerApi_);
   rules_->start();
   if (!opts_.rules.files.empty())
@@ -336,12 +332,10 @@ bool App::reloadRules() { return rules_->reload().ok(); }
 void App::buildRoutes() {
   Scraper& scraper = *scraper_;
   routes_.add(
-      {"GET", opts_.telemetryPath, [this, &scraper](const http::Request&, http::Response& r) {
+      {"GET", opts_.telemetryPath, [this](const http::Request&, http::Response& r) {
          r.body.clear();
          metrics::Sink sink;
-         auto keep = scraper.scrape(sink);
-         if (history_) history_->collectMetrics(sink);
-         if (queryApi_) queryApi_->collectMetrics(sink);
+         auto keep = metrics_.collect(sink);
          metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;
@@ -356,10 +350,7 @@ void App::buildRoutes() {
                                           "text/plain; charset=utf-8"};
                }});
   api::ApiParts parts{scraper, tracing_.tracer.get(), taskstats_.get()};
-  if (history_) {  // served by the telemetry route above, beside the collectors'
-    parts.extraMetrics = history::History::describeMetrics();
-    for (const auto* d : history::QueryApi::describeMetrics()) parts.extraMetrics.push_back(d);
-  }
+  parts.registry = &metrics_;
   api::registerRoutes(routes_, std::move(parts));
   controllerApi_->registerRoutes(routes_);
   if (queryApi_) queryApi_->registerRoutes(routes_);

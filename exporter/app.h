@@ -33,6 +33,7 @@
 #include "web/routes.h"
 #include "collectors/scraper.h"
 #include "exporter/privileges.h"
+#include "metrics/registry.h"
 #include "web/web_config.h"
 #include "web/api/v1/history.h"
 #include "history/history.h"
@@ -55,6 +56,8 @@ class App {
 
   Discovery& discovery() { return *discovery_; }
   Scraper& scraper() { return *scraper_; }
+  /// What /metrics, the history's sampler and /api/v1/metrics read.
+  const metrics::Registry& metrics() const { return metrics_; }
   const http::Routes& routes() const { return routes_; }
   /// Null while tracing is down or the vmscan collector is off.
   tracing::Tracer* tracer() { return tracing_.tracer.get(); }
@@ -81,6 +84,9 @@ class App {
   void dropPrivileges();
 
   Options opts_;
+  /// First: declared before the parts it points at, read only while they live
+  /// (the server and the sampler stop in ~App before any part goes).
+  metrics::Registry metrics_;
   std::unique_ptr<Discovery> discovery_;
   std::unique_ptr<DiscoveryWalker> walker_;  ///< after discovery_: stops before it
   TracingService tracing_;

@@ -168,15 +168,16 @@ Status capsetAllThreads() {
   return Ok{};
 }
 
-class PrivilegesCollector final : public Collector {
+class PrivilegesCollector final : public metrics::Collectable {
  public:
   explicit PrivilegesCollector(const std::atomic<bool>& dropped) : dropped_(dropped) {}
-  void collect(ScrapeContext&, metrics::Sink& sink) override {
+  std::shared_ptr<const void> collect(metrics::Sink& sink, const metrics::Filter*) override {
     const auto& names = capNames();
     for (int c : effectiveNumbers()) {
       if (static_cast<size_t>(c) < names.size()) sink.add(kEffective, {names[c]}, 1);
     }
     sink.add(kDropped, {}, dropped_.load() ? 1 : 0);
+    return nullptr;
   }
   std::vector<const metrics::Desc*> describe() const override {
     return {&kEffective, &kDropped};
@@ -247,7 +248,7 @@ std::vector<std::string> effectiveCapabilities() {
   return out;
 }
 
-std::unique_ptr<Collector> makePrivilegesCollector(const std::atomic<bool>& dropped) {
+std::unique_ptr<metrics::Collectable> makePrivilegesCollector(const std::atomic<bool>& dropped) {
   return std::make_unique<PrivilegesCollector>(dropped);
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "metrics/registry.h"
 #include "common/result.h"
 
 namespace memcg {
@@ -68,6 +69,6 @@ std::vector<std::string> effectiveCapabilities();
 /// memcg_exporter_capability_effective{capability}: 1 per capability the
 /// serving thread has at scrape time, and memcg_exporter_capabilities_dropped
 /// (1 once the drop ran).
-std::unique_ptr<Collector> makePrivilegesCollector(const std::atomic<bool>& dropped);
+std::unique_ptr<metrics::Collectable> makePrivilegesCollector(const std::atomic<bool>& dropped);
 
 }  // namespace memcg

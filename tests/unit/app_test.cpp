@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tests/support/loopback_http.h"
 #include "tests/support/temp_tree.h"
@@ -84,6 +85,38 @@ TEST(App, ServesTheTableOverHttp) {
   r = exchange(app.port(),
                "POST /api/v1/controller/protect HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}");
   EXPECT_EQ(r.rfind("HTTP/1.1 503 ", 0), 0u) << r.substr(0, 200);  // controller disabled
+}
+
+}  // namespace
+}  // namespace memcg
+
+namespace memcg {
+namespace {
+
+// Every series on /metrics comes through the one registry: the parts this
+// configuration builds (no controller, no rule files) are listed in order,
+// each part's series reach /metrics, and /api/v1/metrics lists the same
+// families (it reads the same registry).
+TEST(App, EveryPartRegistersItsMetricsOnce) {
+  test::TempTree t;
+  App app(fixtureOptions(t));
+  EXPECT_EQ(app.metrics().names(),
+            (std::vector<std::string>{"collectors", "privileges", "history", "query_api"}));
+  auto m = get(app, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  for (const char* series : {"memcg_memory_usage_bytes{",            // collectors
+                             "memcg_exporter_collector_success{",    // collectors (own)
+                             "memcg_exporter_capabilities_dropped ",  // privileges
+                             "memcg_exporter_history_series ",       // history
+                             "memcg_exporter_history_api_requests_total"}) {  // query_api
+    EXPECT_NE(m.body.find(series), std::string::npos) << series;
+  }
+  auto table = nlohmann::json::parse(get(app, "/api/v1/metrics").body);
+  std::set<std::string> listed;
+  for (const auto& e : table.at("metrics")) listed.insert(e.value("name", ""));
+  for (const auto* d : app.metrics().describe()) EXPECT_TRUE(listed.count(d->name)) << d->name;
+  EXPECT_TRUE(listed.count("memcg_exporter_history_series"));
+  EXPECT_TRUE(listed.count("memcg_exporter_capabilities_dropped"));
 }
 
 }  // namespace

@@ -65,8 +65,7 @@ void cgroups(const ApiParts& a, const http::Request&, http::Response& resp) {
 
 void metricTable(const ApiParts& a, const http::Request&, http::Response& resp) {
   json list = json::array();
-  auto descs = a.scraper.describe();
-  descs.insert(descs.end(), a.extraMetrics.begin(), a.extraMetrics.end());
+  auto descs = a.registry ? a.registry->describe() : a.scraper.describe();
   for (const auto* d : descs) {
     list.push_back({{"name", d->name},
                     {"help", d->help},

@@ -20,6 +20,7 @@
 
 #include "web/routes.h"
 #include "collectors/scraper.h"
+#include "metrics/registry.h"
 
 namespace memcg {
 class TaskstatsService;
@@ -35,9 +36,8 @@ struct ApiParts {
   Scraper& scraper;
   tracing::Tracer* tracer = nullptr;       ///< /reclaim/report, /locks
   TaskstatsService* taskstats = nullptr;  ///< /delays
-  /// Metrics /metrics serves beside the collectors' (the history's and the
-  /// query API's), for /api/v1/metrics; empty: none.
-  std::vector<const metrics::Desc*> extraMetrics;
+  /// What /metrics serves, for /api/v1/metrics; null: the scraper's own.
+  const metrics::Registry* registry = nullptr;
 };
 
 void registerRoutes(http::Routes& routes, ApiParts parts);

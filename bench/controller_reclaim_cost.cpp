@@ -290,6 +290,7 @@ int main(int argc, char** argv) {
   if (!gCg->ok()) return 1;
   const lv::TestCgroup& cg = *gCg;
   Discovery discovery(DiscoveryOptions{});
+  WalkScheduler walks(discovery);
   (void)discovery.refresh();
   memcg::controller::testing::TempTree tmp;
   ControllerOptions opts;
@@ -366,7 +367,7 @@ int main(int argc, char** argv) {
       for (int on = 0; on < 2; ++on) {
         std::unique_ptr<Controller> c;
         if (on) {
-          c = std::make_unique<Controller>(opts, discovery);
+          c = std::make_unique<Controller>(opts, walks);
           c->start();
           if (auto e = c->protect({cg.label(), startMiB * kMiB, targetMiB * kMiB, 0})) {
             std::fprintf(stderr, "protect: %s\n", e->message.c_str());

@@ -317,6 +317,7 @@ int main(int argc, char** argv) {
   const lv::TestCgroup& cg = *gCg;
   if (!cg.ok()) return 1;
   Discovery discovery(DiscoveryOptions{});
+  WalkScheduler walks(discovery);
   (void)discovery.refresh();
   memcg::controller::testing::TempTree tmp;
   ControllerOptions opts;
@@ -336,7 +337,7 @@ int main(int argc, char** argv) {
     Row row;
     std::unique_ptr<Controller> c;
     if (protect) {
-      c = std::make_unique<Controller>(opts, discovery);
+      c = std::make_unique<Controller>(opts, walks);
       c->start();
       if (auto e = c->protect({cg.label(), startMiB * kMiB, targetMiB * kMiB, 0})) {
         std::fprintf(stderr, "protect: %s\n", e->message.c_str());

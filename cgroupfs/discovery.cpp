@@ -204,15 +204,12 @@ void Discovery::attachPsi(const std::string& path, Entry& e, Clock::time_point n
   if (d) e.psiDir = std::move(*d);
 }
 
-Result<std::shared_ptr<const CgroupTree>> Discovery::tree() {
-  if (opts_.refreshInterval.count() > 0) {
-    std::lock_guard<std::mutex> g(treeMu_);
-    if (current_ && Clock::now() - lastWalkStart_ < 2 * opts_.refreshInterval) {
-      if (lastError_) return *lastError_;
-      return current_;
-    }
-  }
-  return refresh();
+std::optional<Result<std::shared_ptr<const CgroupTree>>> Discovery::lastIfYounger(
+    Clock::duration maxAge) const {
+  std::lock_guard<std::mutex> g(treeMu_);
+  if (!current_ || Clock::now() - lastWalkStart_ >= maxAge) return std::nullopt;
+  if (lastError_) return Result<std::shared_ptr<const CgroupTree>>(*lastError_);
+  return Result<std::shared_ptr<const CgroupTree>>(current_);
 }
 
 Result<std::shared_ptr<const CgroupTree>> Discovery::refresh() {
@@ -341,46 +338,6 @@ Result<std::shared_ptr<const CgroupTree>> Discovery::walkLocked() {
 std::shared_ptr<const CgroupTree> Discovery::current() const {
   std::lock_guard<std::mutex> g(treeMu_);
   return current_;
-}
-
-DiscoveryWalker::DiscoveryWalker(Discovery& discovery) : discovery_(discovery) {
-  if (discovery_.options().refreshInterval.count() > 0) thread_ = std::thread([this] { run(); });
-}
-
-DiscoveryWalker::~DiscoveryWalker() {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-uint64_t DiscoveryWalker::walks() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return walks_;
-}
-
-void DiscoveryWalker::run() {
-  const auto interval = discovery_.options().refreshInterval;
-  std::string lastError;
-  std::unique_lock<std::mutex> lk(mu_);
-  while (!cv_.wait_for(lk, interval, [this] { return stop_; })) {
-    lk.unlock();
-    auto r = discovery_.refresh();
-    // Log a failure once, and its end.
-    std::string err = r.ok() ? std::string() : r.error().message();
-    if (err != lastError) {
-      if (!err.empty()) {
-        log::error("cgroup discovery failed", "err=" + log::quote(err));
-      } else {
-        log::info("cgroup discovery recovered");
-      }
-      lastError = err;
-    }
-    lk.lock();
-    ++walks_;
-  }
 }
 
 std::shared_ptr<const cgroupfs::CgroupDir> Discovery::find(std::string_view path) const {

@@ -21,14 +21,12 @@
 // under the same name is a new cgroup with new descriptors.
 //
 // Off the scrape path. A walk getdents()es every memcg directory (~15 ms at
-// 1,000 cgroups), so scrapes do not walk: a DiscoveryWalker (owned by the
-// App) walks every --cgroup.refresh-interval-ms, and a scrape takes the last
-// tree (tree()). A cgroup created since is exported within the interval; one
-// removed since is skipped at once, because its kept descriptors read ENODEV
+// 1,000 cgroups), so scrapes do not walk: the walk scheduler
+// (walk_scheduler.h, owned by the App) decides when to walk, for everyone.
+// A cgroup created since is exported within the interval; one removed since is
+// skipped at once, because its kept descriptors read ENODEV
 // (ReadStatus::kGone); one recreated under the same name reads as gone until
-// the next walk finds its new inode. refresh() walks on demand (start-up, the
-// controller); concurrent callers share one walk. Interval 0: every scrape
-// walks, as before.
+// the next walk finds its new inode. Concurrent refresh() callers share one walk.
 #pragma once
 
 #include <sys/types.h>
@@ -81,9 +79,9 @@ struct DiscoveryOptions {
   std::string exclude;         ///< regex on the cgroup label, whole match; empty = none
   int maxDepth = 8;            ///< 0 = root only
   size_t limit = 2000;         ///< cgroups exported at most
-  /// --cgroup.refresh-interval-ms: how often the DiscoveryWalker walks; a
-  /// scrape walks itself only when the last walk is older than twice this
-  /// (no walker, or a stuck one). 0: every scrape walks.
+  /// --cgroup.refresh-interval-ms: how often the walk scheduler walks; a
+  /// scrape has it walk only when the last walk is older than twice this
+  /// (not started, or stuck). 0: every scrape walks.
   std::chrono::milliseconds refreshInterval{5000};
   /// --cgroup.fd-budget: descriptors this Discovery's CgroupDirs keep open
   /// at most (its FdBudget). The flag's 0 means "from RLIMIT_NOFILE"
@@ -122,10 +120,11 @@ class Discovery {
   /// share one walk. Never throws; a failure of the root itself is an Error.
   Result<std::shared_ptr<const CgroupTree>> refresh();
 
-  /// The tree a scrape reads: the last walk's while it is younger than twice
-  /// the refresh interval, else a walk now (shared with concurrent callers).
-  /// The last walk's Error if it failed.
-  Result<std::shared_ptr<const CgroupTree>> tree();
+  /// The last walk's result (its tree, or its Error) if that walk started
+  /// less than `maxAge` ago; nullopt before the first walk or when older.
+  /// Never walks: when to walk is the walk scheduler's decision.
+  std::optional<Result<std::shared_ptr<const CgroupTree>>> lastIfYounger(
+      std::chrono::steady_clock::duration maxAge) const;
 
   /// The last tree refreshed (null before the first).
   std::shared_ptr<const CgroupTree> current() const;
@@ -169,29 +168,6 @@ class Discovery {
   std::shared_ptr<const CgroupTree> current_;
   std::optional<Error> lastError_;  ///< the last walk failed
   std::chrono::steady_clock::time_point lastWalkStart_{};
-};
-
-/// Walks `discovery` every refresh interval on a thread of its own (nothing
-/// when the interval is 0), until destroyed. Owned by the App.
-class DiscoveryWalker {
- public:
-  explicit DiscoveryWalker(Discovery& discovery);
-  ~DiscoveryWalker();
-  DiscoveryWalker(const DiscoveryWalker&) = delete;
-  DiscoveryWalker& operator=(const DiscoveryWalker&) = delete;
-
-  /// Walks completed by this walker (tests).
-  uint64_t walks() const;
-
- private:
-  void run();
-
-  Discovery& discovery_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  uint64_t walks_ = 0;
-  std::thread thread_;
 };
 
 }  // namespace memcg

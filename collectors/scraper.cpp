@@ -66,8 +66,9 @@ struct Scraper::Stats {
   }
 };
 
-Scraper::Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors)
-    : discovery_(discovery),
+Scraper::Scraper(WalkScheduler& walks, std::vector<EnabledCollector> collectors)
+    : walks_(walks),
+      discovery_(walks.discovery()),
       collectors_(std::move(collectors)),
       stats_(std::make_unique<Stats>(collectors_.size())) {}
 
@@ -75,8 +76,8 @@ Scraper::~Scraper() = default;
 
 std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
   using Clock = std::chrono::steady_clock;
-  // The walker's last tree (discovery.h: off the scrape path).
-  auto treeOr = discovery_.tree();
+  // The last walk's tree while it is fresh (walk_scheduler.h: off the scrape path).
+  auto treeOr = walks_.tree();
   std::shared_ptr<const CgroupTree> tree;
   if (treeOr.ok()) {
     tree = *treeOr;
@@ -139,12 +140,9 @@ std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink) {
 
 std::shared_ptr<const CgroupTree> Scraper::scrape(metrics::Sink& sink,
                                                   const ScrapeFilter& filter) {
-  std::shared_ptr<const CgroupTree> full = filter.walk ? nullptr : discovery_.current();
-  if (!full) {
-    auto treeOr = discovery_.refresh();
-    if (!treeOr.ok()) return nullptr;
-    full = *treeOr;
-  }
+  auto treeOr = walks_.within(std::chrono::milliseconds(filter.maxTreeAgeMs));
+  if (!treeOr.ok()) return nullptr;
+  std::shared_ptr<const CgroupTree> full = *treeOr;
   auto tree = full;
   if (filter.cgroup) {
     auto sub = std::make_shared<CgroupTree>();

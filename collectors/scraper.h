@@ -1,4 +1,4 @@
-// One scrape: take discovery's current tree (discovery.h), run the enabled collectors into a Sink, add
+// One scrape: take the walk scheduler's tree (cgroupfs/walk_scheduler.h), run the enabled collectors into a Sink, add
 // the exporter's own metrics, and render the text exposition.
 //
 // Scrapes may run concurrently (one per HTTP worker): each has its own
@@ -14,6 +14,7 @@
 
 #include "collectors/collector.h"
 #include "cgroupfs/discovery.h"
+#include "cgroupfs/walk_scheduler.h"
 #include "metrics/metric.h"
 #include "metrics/registry.h"
 
@@ -31,7 +32,8 @@ struct EnabledCollector {
 /// "collectors"): a /metrics scrape, or the sampler's filtered one.
 class Scraper final : public metrics::Collectable {
  public:
-  Scraper(Discovery& discovery, std::vector<EnabledCollector> collectors);
+  /// Asks `walks` for every tree it reads; never walks on its own.
+  Scraper(WalkScheduler& walks, std::vector<EnabledCollector> collectors);
   ~Scraper();
 
   /// Runs one scrape into `sink`. The returned tree must be kept alive while
@@ -52,7 +54,7 @@ class Scraper final : public metrics::Collectable {
   uint64_t filesRead() const;
 
   /// True once a discovery walk has succeeded.
-  bool ready() const { return discovery_.current() != nullptr; }
+  bool ready() const { return walks_.current() != nullptr; }
 
   /// Every fixed metric of the enabled collectors plus the exporter's own.
   std::vector<const metrics::Desc*> describe() const override;
@@ -63,10 +65,12 @@ class Scraper final : public metrics::Collectable {
     return scrape(sink);
   }
 
-  Discovery& discovery() { return discovery_; }
+  Discovery& discovery() { return walks_.discovery(); }
+  WalkScheduler& walks() { return walks_; }
 
  private:
   struct Stats;
+  WalkScheduler& walks_;
   Discovery& discovery_;
   std::vector<EnabledCollector> collectors_;
   std::unique_ptr<Stats> stats_;

@@ -78,10 +78,11 @@ RecoveryReport recoverJournal(const ControllerOptions& opts) {
   return replay(**j, act, *a);
 }
 
-Controller::Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams,
+Controller::Controller(ControllerOptions opts, WalkScheduler& walks, ActuatorOptions seams,
                        tracing::ReclaimAttribution* attribution, BudgetClock budgetClock)
     : opts_(std::move(opts)),
-      discovery_(discovery),
+      walks_(walks),
+      discovery_(walks.discovery()),
       attribution_(attribution),
       budgetClock_(std::move(budgetClock)) {
   v2_ = discovery_.layout().mode == CgroupMode::kV2;
@@ -184,11 +185,7 @@ void Controller::wakeWaiter() {
 }
 
 std::shared_ptr<const cgroupfs::CgroupDir> Controller::resolve(const std::string& cgroup) {
-  auto d = discovery_.find(cgroup);
-  if (d && d->alive()) return d;
-  (void)discovery_.refresh();
-  d = discovery_.find(cgroup);
-  return d && d->alive() ? d : nullptr;
+  return walks_.findOrWalk(cgroup);
 }
 
 Controller::Reading Controller::readUsage(const Prot& p, std::string& buf) const {

@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "cgroupfs/discovery.h"
+#include "cgroupfs/walk_scheduler.h"
 #include "common/fd.h"
 #include "controller/actuator.h"
 #include "controller/audit_log.h"
@@ -97,7 +98,8 @@ class Controller {
   /// cgroup, so the vmscan metrics charge that reclaim as proactive.
   /// `budgetClock` is for tests: the clocks the bytes-per-second and CPU
   /// budgets read (worker.h); default the real ones.
-  Controller(ControllerOptions opts, Discovery& discovery, ActuatorOptions seams = {},
+  /// `walks` finds the cgroups it is asked about (walking once more for a new one).
+  Controller(ControllerOptions opts, WalkScheduler& walks, ActuatorOptions seams = {},
              tracing::ReclaimAttribution* attribution = nullptr,
              BudgetClock budgetClock = {});
   ~Controller();
@@ -155,6 +157,7 @@ class Controller {
   void updateCpu(std::atomic<double>& slot);
 
   ControllerOptions opts_;
+  WalkScheduler& walks_;
   Discovery& discovery_;
   tracing::ReclaimAttribution* attribution_;  // not owned; null without tracing
   bool v2_ = false;

@@ -40,6 +40,7 @@ bool enabled(const std::vector<std::string>& on, std::string_view name) {
 
 App::App(const Options& opts) : opts_(opts) {
   discovery_ = std::make_unique<Discovery>(opts_.discovery);
+  walks_ = std::make_unique<WalkScheduler>(*discovery_);
   const auto& layout = discovery_->layout();
   log::info("starting memcg_exporter",
             std::string("version=") + kVersion + " revision=" + kRevision +
@@ -78,20 +79,20 @@ App::App(const Options& opts) : opts_(opts) {
   }
 
   buildController();
-  scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
+  scraper_ = std::make_unique<Scraper>(*walks_, std::move(collectors));
   // Each part registers its series once it exists (metrics/registry.h); the
   // rest register in buildHistory() and buildRules().
   metrics_.add("collectors", *scraper_);
   if (controller_) metrics_.add("controller", controller::makeControllerCollector(*controller_));
   metrics_.add("privileges", makePrivilegesCollector(capabilitiesDropped_));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
-  if (auto t = discovery_->refresh(); !t.ok()) {
+  if (auto t = walks_->walkNow(); !t.ok()) {
     log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));
   } else {
     log::info("cgroups discovered", "count=" + std::to_string((*t)->cgroups.size()) +
                                         " dropped=" + std::to_string((*t)->dropped));
   }
-  walker_ = std::make_unique<DiscoveryWalker>(*discovery_);
+  walks_->start();
 
   buildHistory();
   buildRules();
@@ -164,7 +165,7 @@ void App::buildController() {
     std::filesystem::create_directories(std::filesystem::path(c.journal).parent_path(),
                                         ec);
     controller_ = std::make_unique<controller::Controller>(
-        c, *discovery_, controller::ActuatorOptions{}, tracing_.tracer.get());
+        c, *walks_, controller::ActuatorOptions{}, tracing_.tracer.get());
     controller_->start();
     log::info("controller enabled", std::string("dry_run=") +
                                         (c.dryRun ? "true" : "false") +
@@ -223,7 +224,7 @@ void App::buildHistory() {
 /// The controller and discovery as the rule actions see them.
 class App::RuleTarget final : public rules::ProtectTarget {
  public:
-  RuleTarget(controller::Controller& c, Discovery& d) : c_(c), d_(d) {}
+  RuleTarget(controller::Controller& c, WalkScheduler& w) : c_(c), w_(w) {}
   std::optional<controller::OpError> protect(const controller::Protection& p) override {
     return c_.protect(p);
   }
@@ -239,19 +240,19 @@ class App::RuleTarget final : public rules::ProtectTarget {
         if (cg.path == cgroup) return true;
       return false;
     };
-    if (has(d_.current())) return true;
+    if (has(w_.current())) return true;
     // A cgroup made since the last walk: walk once more.
-    auto t = d_.refresh();
+    auto t = w_.walkNow();
     return t.ok() && has(*t);
   }
 
  private:
   controller::Controller& c_;
-  Discovery& d_;
+  WalkScheduler& w_;
 };
 
 void App::buildRules() {
-  if (controller_) ruleTarget_ = std::make_unique<RuleTarget>(*controller_, *discovery_);
+  if (controller_) ruleTarget_ = std::make_unique<RuleTarget>(*controller_, *walks_);
   ruleActions_ = std::make_unique<rules::Actions>(opts_.rules.actions, ruleTarget_.get());
   rules::ManagerOptions mo;
   mo.files = opts_.rules.files;

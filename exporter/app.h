@@ -2,7 +2,7 @@
 // part the narrow interface it needs. No part finds another through a global.
 //
 // Order (each part only reads what was built before it):
-//   discovery   the hierarchy and the cgroup walks
+//   discovery   the hierarchy; the walk scheduler, which alone walks it
 //   tracing     the tracer (vmscan options), started before the collectors
 //               that read it; or the reason it is down
 //   taskstats   the netlink service (with --collector.taskstats), handed the
@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "cgroupfs/discovery.h"
+#include "cgroupfs/walk_scheduler.h"
 #include "collectors/taskstats.h"
 #include "collectors/vmscan.h"
 #include "web/api/v1/controller.h"
@@ -88,7 +89,8 @@ class App {
   /// (the server and the sampler stop in ~App before any part goes).
   metrics::Registry metrics_;
   std::unique_ptr<Discovery> discovery_;
-  std::unique_ptr<DiscoveryWalker> walker_;  ///< after discovery_: stops before it
+  /// The one owner of discovery walks; after discovery_: stops before it.
+  std::unique_ptr<WalkScheduler> walks_;
   TracingService tracing_;
   std::unique_ptr<TaskstatsService> taskstats_;
   std::unique_ptr<controller::Controller> controller_;

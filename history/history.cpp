@@ -44,7 +44,7 @@ const metrics::Desc kPassTotal =
 const metrics::Desc kPasses = metrics::nodeCounter(
     "memcg_exporter_history_sampler_passes_total", "History sampler passes.");
 
-constexpr int64_t kWalkEveryMs = 5000;
+constexpr int64_t kMaxTreeAgeMs = 5000;
 
 int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -143,7 +143,6 @@ struct History::Impl {
   std::atomic<uint64_t> refused{0}, appendedTotal{0}, passes{0};
   std::atomic<double> lastPass{0}, passTotal{0};
   uint64_t pass = 0;
-  int64_t lastWalk = std::numeric_limits<int64_t>::min() / 2;
 
   std::mutex runMu;
   std::condition_variable cv;
@@ -389,10 +388,10 @@ void History::sampleOnce(int64_t now) {
     // any due selection's cgroup matchers accept.
     ScrapeFilter filter;
     // A discovery walk costs as much as reading thousands of small files (on
-    // a host with 10,000 cgroups ~0.8 s): walk every kWalkEveryMs, in between
-    // read over the last tree (a removed cgroup reads as gone at once).
-    filter.walk = now - I.lastWalk >= kWalkEveryMs;
-    if (filter.walk) I.lastWalk = now;
+    // a host with 10,000 cgroups ~0.8 s): the sampler reads over a tree up to
+    // kMaxTreeAgeMs old and the walk scheduler walks when it is older (a
+    // removed cgroup reads as gone at once).
+    filter.maxTreeAgeMs = kMaxTreeAgeMs;
     filter.family = [&due](std::string_view name) {
       static constexpr std::string_view kSuffixes[] = {"", "_bucket", "_sum", "_count"};
       for (const auto& s : due) {

@@ -10,6 +10,7 @@
 // guarded, and a collection works on a copy of it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -27,10 +28,10 @@ namespace memcg::metrics {
 struct Filter {
   std::function<bool(std::string_view family)> family;
   std::function<bool(std::string_view cgroup)> cgroup;
-  /// false: read over the last discovery walk (when there is one) instead of
-  /// walking again. A cgroup removed since reads as gone and is skipped; new
-  /// ones appear at the next walk.
-  bool walk = true;
+  /// How old the cgroup list read may be: the last walk's when it is younger,
+  /// else a walk now (0: a walk now). A cgroup removed since reads as gone and
+  /// is skipped; new ones appear at the next walk.
+  int64_t maxTreeAgeMs = 0;
 };
 
 class Collectable {

@@ -86,6 +86,7 @@ struct Tree {
   std::vector<std::string> files;      // fuzzable files, absolute
   std::vector<std::string> originals;  // their committed content
   std::unique_ptr<Discovery> discovery;
+  std::unique_ptr<WalkScheduler> walks;
   std::unique_ptr<Scraper> scraper;
 };
 
@@ -119,7 +120,8 @@ void setUp(Tree& t, const std::string& fixture, const std::string& child,
     if (c.defaultEnabled && !c.live) cs.push_back({std::string(c.name), c.make(cfg)});
   }
   t.discovery = std::make_unique<Discovery>(o);
-  t.scraper = std::make_unique<Scraper>(*t.discovery, std::move(cs));
+  t.walks = std::make_unique<WalkScheduler>(*t.discovery);
+  t.scraper = std::make_unique<Scraper>(*t.walks, std::move(cs));
 }
 
 }  // namespace

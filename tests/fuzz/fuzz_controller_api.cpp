@@ -27,6 +27,7 @@ constexpr uint64_t MiB = 1ull << 20;
 struct Setup {
   fuzz::ScratchDir dir;
   std::unique_ptr<Discovery> discovery[2];
+  std::unique_ptr<WalkScheduler> walks[2];
   std::unique_ptr<Controller> controller[2];
   std::unique_ptr<ControllerApi> api[2];
 };
@@ -88,12 +89,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     d.procfsRoot = setup->dir.path("noproc");
     setup->discovery[i] = std::make_unique<Discovery>(d);
     FUZZ_CHECK(setup->discovery[i]->refresh().ok());
+    setup->walks[i] = std::make_unique<WalkScheduler>(*setup->discovery[i]);
     ControllerOptions o;
     o.enable = true;
     o.dryRun = true;
     o.allow = "/(a|b|unlim)(/.*)?";
     o.journal = setup->dir.path(i == 0 ? "journal_v1" : "journal_v2");
-    setup->controller[i] = std::make_unique<Controller>(o, *setup->discovery[i]);
+    setup->controller[i] = std::make_unique<Controller>(o, *setup->walks[i]);
     setup->api[i] = std::make_unique<ControllerApi>(setup->controller[i].get(), "s3cret");
   }
   return 0;

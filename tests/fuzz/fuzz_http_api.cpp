@@ -19,6 +19,7 @@ using namespace memcg;
 
 namespace {
 Discovery* discovery;
+WalkScheduler* walks;
 Scraper* scraper;
 http::Routes* routes;
 }  // namespace
@@ -35,7 +36,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     if (c.defaultEnabled && !c.live) cs.push_back({std::string(c.name), c.make(cfg)});
   }
   discovery = new Discovery(o);
-  scraper = new Scraper(*discovery, std::move(cs));
+  walks = new WalkScheduler(*discovery);
+  scraper = new Scraper(*walks, std::move(cs));
   std::string text;
   scraper->scrapeText(text);  // one walk, so /cgroups has rows
   routes = new http::Routes;

@@ -6,7 +6,8 @@ Usage: tests/lint/layers.py [SOURCE_DIR]   (lint.layers runs it)
 
 A folder may include its own files and those of folders listed before it in
 LAYERS. Only web/ and the composition root (exporter/) may include web/ (the
-HTTP server, the route table, the handlers). Prints every offending line and
+HTTP server, the route table, the handlers), and only the walk scheduler
+starts discovery walks. Prints every offending line and
 the counts, so the figure in a review is the output of one command.
 """
 import os
@@ -18,6 +19,9 @@ LAYERS = ["common", "metrics", "cgroupfs", "tracing", "collectors", "controller"
           "promql", "history", "rules", "web", "exporter", "tools"]
 WEB_USERS = {"web", "exporter"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Discovery::refresh() starts a walk: only the walk scheduler calls it.
+WALK = re.compile(r'(\.|->)refresh\(\)')
+WALK_OWNER = "cgroupfs/walk_scheduler.cpp"
 
 
 def main():
@@ -27,6 +31,7 @@ def main():
     edges = {}      # file -> included project files
     upward = []     # (file, line, included)
     web_uses = []
+    walks = []
     files = 0
     for layer in LAYERS:
         for dirpath, _, names in os.walk(os.path.join(root, layer)):
@@ -39,6 +44,9 @@ def main():
                 edges[rel] = []
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for lineno, line in enumerate(f, 1):
+                        if WALK.search(line) and rel != WALK_OWNER and \
+                                not line.lstrip().startswith("//"):
+                            walks.append((rel, lineno))
                         m = INCLUDE.match(line)
                         if not m:
                             continue
@@ -78,12 +86,15 @@ def main():
         print(f"{rel}:{lineno}: includes {inc}, a layer above it")
     for rel, lineno, inc in web_uses:
         print(f"{rel}:{lineno}: includes {inc}; only web/ and exporter/ may")
+    for rel, lineno in walks:
+        print(f"{rel}:{lineno}: starts a discovery walk; ask the walk scheduler")
     for c in cycles:
         print("include cycle: " + " -> ".join(c))
     total = sum(len(v) for v in edges.values())
     print(f"{files} files, {total} project includes: {len(upward)} upward, "
-          f"{len(web_uses)} of web/ from a domain folder, {len(cycles)} cycles")
-    return 1 if upward or web_uses or cycles else 0
+          f"{len(web_uses)} of web/ from a domain folder, {len(cycles)} cycles, "
+          f"{len(walks)} walks started outside {WALK_OWNER}")
+    return 1 if upward or web_uses or cycles or walks else 0
 
 
 if __name__ == "__main__":

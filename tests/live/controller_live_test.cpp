@@ -35,6 +35,7 @@ class ControllerLive : public ::testing::Test {
     ASSERT_TRUE(live::ensureFile(file_, kFileBytes)) << "cannot create " << file_;
     DiscoveryOptions d;
     discovery_ = std::make_unique<Discovery>(d);
+    walks_ = std::make_unique<WalkScheduler>(*discovery_);
     ASSERT_NE(discovery_->layout().mode, CgroupMode::kV2);  // v1 or hybrid: v1 memory
     opts_.enable = true;
     opts_.allow = "/memcg_exporter_test_ctl_" + std::to_string(::getpid()) +
@@ -49,6 +50,7 @@ class ControllerLive : public ::testing::Test {
   testing::TempTree tmp_;
   std::string file_;
   std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<WalkScheduler> walks_;
   ControllerOptions opts_;
 };
 
@@ -68,7 +70,7 @@ TEST_F(ControllerLive, ProtectionTakesReclaimOffTheWorkload) {
   std::vector<double> meanLatency;  // seconds, one a run with threshold episodes
   for (int i = 0; i < 3; ++i) {
     off.push_back(run().first);
-    Controller c(opts_, *discovery_);
+    Controller c(opts_, *walks_);
     c.start();
     ASSERT_FALSE(c.protect({cg.label(), 64 * MiB, 128 * MiB, 0}));
     auto [failcnt, r] = run();
@@ -164,7 +166,7 @@ TEST_F(ControllerLive, KillBetweenLowerAndRestoreIsUndoneAtRestart) {
   EXPECT_EQ(cg.u64("memory.limit_in_bytes"), lowered) << "still lowered after the kill";
 
   // "Restart": the controller replays its journal at construction.
-  Controller ctl(opts_, *discovery_);
+  Controller ctl(opts_, *walks_);
   EXPECT_EQ(ctl.startupRecovery().pending, 1u);
   EXPECT_EQ(ctl.startupRecovery().restored, 1u);
   EXPECT_EQ(cg.u64("memory.limit_in_bytes"), kLimit);
@@ -204,7 +206,7 @@ TEST_F(ControllerLive, OutsideTheAllowListIsNeverWritten) {
   auto before = snapshot(deny.path());
   auto rootBefore = snapshot(live::kV1Root);
   {
-    Controller c(opts_, *discovery_);
+    Controller c(opts_, *walks_);
     c.start();
     auto e = c.protect({deny.label(), 64 * MiB, 128 * MiB, 0});
     ASSERT_TRUE(e);
@@ -245,7 +247,7 @@ TEST_F(ControllerLive, AdaptiveMarginWidensUnderAFastReaderAndNarrowsBack) {
   ASSERT_TRUE(cg.ok());
   ASSERT_TRUE(discovery_->refresh().ok());
   constexpr uint64_t kStart = 1 * MiB, kTarget = 4 * MiB;
-  Controller c(opts_, *discovery_);
+  Controller c(opts_, *walks_);
   c.start();
   ASSERT_FALSE(c.protect({cg.label(), kStart, kTarget, 0}));
   struct Sample {

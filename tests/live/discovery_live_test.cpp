@@ -63,7 +63,7 @@ TEST(LiveDiscovery, WalkerExportsNewSkipsVanishedAndRenewsRecreated) {
   const std::string child = parent.label() + "/c1";
   test::FixtureScrape s(optionsFor(parent.label(), 20ms), CollectorInputs{});
   ASSERT_TRUE(s.discovery->refresh().ok());
-  DiscoveryWalker walker(*s.discovery);
+  s.walks->start();
   auto waitText = [&](bool want) {
     for (int i = 0; i < 300; ++i) {
       std::string t = s.text();
@@ -95,7 +95,7 @@ TEST(LiveDiscovery, WalkerExportsNewSkipsVanishedAndRenewsRecreated) {
   const ino_t second = inodeOf(*s.discovery, child);
   EXPECT_NE(second, 0u);
   EXPECT_NE(second, first) << "the recreated memcg kept the old identity";
-  EXPECT_GT(walker.walks(), 0u);
+  EXPECT_GT(s.walks->cadenceWalks(), 0u);
 }
 
 // With the last walk still fresh (1 h interval), a memcg removed since is

@@ -34,7 +34,8 @@ struct FixtureScrape {
   FixtureScrape(const DiscoveryOptions& o, CollectorInputs cfg) {
     cfg.procfsRoot = o.procfsRoot;
     discovery = std::make_unique<Discovery>(o);
-    scraper = std::make_unique<Scraper>(*discovery, allCollectors(cfg));
+    walks = std::make_unique<WalkScheduler>(*discovery);
+    scraper = std::make_unique<Scraper>(*walks, allCollectors(cfg));
   }
   std::string text() {
     std::string out;
@@ -42,6 +43,7 @@ struct FixtureScrape {
     return out;
   }
   std::unique_ptr<Discovery> discovery;
+  std::unique_ptr<WalkScheduler> walks;
   std::unique_ptr<Scraper> scraper;
 };
 

@@ -21,12 +21,13 @@ class ControllerApiTest : public ::testing::Test {
     d.cgroupfsRoot = t_.root();
     d.procfsRoot = t_.path("noproc");
     discovery_ = std::make_unique<Discovery>(d);
+    walks_ = std::make_unique<WalkScheduler>(*discovery_);
     ASSERT_TRUE(discovery_->refresh().ok());
     ControllerOptions o;
     o.enable = true;
     o.allow = "/a|/unlim|/missing";
     o.journal = t_.path("journal");
-    controller_ = std::make_unique<Controller>(o, *discovery_);
+    controller_ = std::make_unique<Controller>(o, *walks_);
   }
   static std::string err(const HttpResult& r) {
     auto j = nlohmann::json::parse(r.body, nullptr, false);
@@ -35,6 +36,7 @@ class ControllerApiTest : public ::testing::Test {
 
   testing::TempTree t_;
   std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<WalkScheduler> walks_;
   std::unique_ptr<Controller> controller_;
   const std::string auth_ = "Bearer s3cret";
 };

@@ -39,6 +39,7 @@ class ControllerBudgetTest : public ::testing::Test {
     d.cgroupfsRoot = t_.root();
     d.procfsRoot = t_.path("noproc");
     discovery_ = std::make_unique<Discovery>(d);
+    walks_ = std::make_unique<WalkScheduler>(*discovery_);
     ASSERT_TRUE(discovery_->refresh().ok());
     opts_.enable = true;
     opts_.allow = "/a";
@@ -95,6 +96,7 @@ class ControllerBudgetTest : public ::testing::Test {
   };
   testing::TempTree t_;
   std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<WalkScheduler> walks_;
   ControllerOptions opts_;
   std::mutex mu_;
   std::vector<Write> limitWrites_;
@@ -109,7 +111,7 @@ class ControllerBudgetTest : public ::testing::Test {
 // 10 s only one second's worth (the burst cap), not 10 s worth.
 TEST_F(ControllerBudgetTest, BytesPerSecondCapHolds) {
   opts_.maxBytesPerSecond = 16 * MiB;
-  Controller c(opts_, *discovery_, seams(), nullptr, fakeClock());
+  Controller c(opts_, *walks_, seams(), nullptr, fakeClock());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   ASSERT_TRUE(waitUntil([&] { return throttled(c, "rate") >= 5; }));
@@ -141,7 +143,7 @@ TEST_F(ControllerBudgetTest, CpuBudgetHolds) {
   opts_.cpuBudget = 0.5;
   opts_.maxStepBytes = 8 * MiB;
   cpuPerWrite_ = 0.2;
-  Controller c(opts_, *discovery_, seams(), nullptr, fakeClock());
+  Controller c(opts_, *walks_, seams(), nullptr, fakeClock());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   ASSERT_TRUE(waitUntil([&] { return throttled(c, "cpu") >= 5; }));
@@ -168,7 +170,7 @@ TEST_F(ControllerBudgetTest, NudgesPerEpisodeAndStepHold) {
   opts_.maxNudgesPerEpisode = 3;
   opts_.maxStepBytes = 8 * MiB;
   opts_.cooldownMs = 600000;
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   // Done when the episode returned (busy false); a fourth nudge would have
@@ -198,7 +200,7 @@ TEST_F(ControllerBudgetTest, CooldownIsRespected) {
   opts_.maxNudgesPerEpisode = 1;
   opts_.maxStepBytes = 8 * MiB;
   opts_.cooldownMs = 200;
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   ASSERT_TRUE(waitUntil([&] { return written().size() >= 8; }));
@@ -267,15 +269,16 @@ TEST(ControllerBudgetFlags, TheControllerRefusesBudgetsOutOfRange) {
   d.cgroupfsRoot = t.root();
   d.procfsRoot = t.path("noproc");
   Discovery discovery(d);
+  WalkScheduler walks(discovery);
   ASSERT_TRUE(discovery.refresh().ok());
   ControllerOptions good;
   good.journal = t.path("journal");
-  EXPECT_NO_THROW(Controller(good, discovery));
+  EXPECT_NO_THROW(Controller(good, walks));
   auto refused = [&](auto change) {
     ControllerOptions o = good;
     change(o);
     EXPECT_NE(checkBudgets(o), "");
-    EXPECT_THROW(Controller(o, discovery), std::invalid_argument);
+    EXPECT_THROW(Controller(o, walks), std::invalid_argument);
   };
   refused([](ControllerOptions& o) { o.cpuBudget = 0; });
   refused([](ControllerOptions& o) { o.cpuBudget = 2; });

@@ -37,6 +37,7 @@ class ControllerTest : public ::testing::Test {
     d.cgroupfsRoot = t_.root();
     d.procfsRoot = t_.path("noproc");
     discovery_ = std::make_unique<Discovery>(d);
+    walks_ = std::make_unique<WalkScheduler>(*discovery_);
     ASSERT_TRUE(discovery_->refresh().ok());
     opts_.enable = true;
     opts_.allow = "/a(/.*)?";
@@ -90,6 +91,7 @@ class ControllerTest : public ::testing::Test {
 
   testing::TempTree t_;
   std::unique_ptr<Discovery> discovery_;
+  std::unique_ptr<WalkScheduler> walks_;
   ControllerOptions opts_;
   std::mutex mu_;
   std::vector<std::string> writes_;
@@ -97,7 +99,7 @@ class ControllerTest : public ::testing::Test {
 };
 
 TEST_F(ControllerTest, ValidatesProtections) {
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   auto kind = [&](Protection p) {
     auto e = c.protect(p);
     return e ? e->kind : ErrorKind::kInternal;
@@ -119,7 +121,7 @@ TEST_F(ControllerTest, ValidatesProtections) {
 }
 
 TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   ASSERT_TRUE(waitFor([&] { return waiterChecked(); }));
@@ -156,7 +158,7 @@ TEST_F(ControllerTest, ReclaimsToTheTargetMarginAndCountsIt) {
 }
 
 TEST_F(ControllerTest, ValidatesPercentMargins) {
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   auto kind = [&](Protection p) {
     auto e = c.protect(p);
     return e ? e->kind : ErrorKind::kInternal;
@@ -194,7 +196,7 @@ TEST_F(ControllerTest, ValidatesPercentMargins) {
 }
 
 TEST_F(ControllerTest, PercentMarginsFollowTheLimit) {
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   Protection p{"/a", 0, 0, 0};
   p.startMarginPercent = 25;   // 64 MiB of 256 MiB
@@ -263,6 +265,7 @@ TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
   d.cgroupfsRoot = t.root();
   d.procfsRoot = t.path("noproc");
   Discovery discovery(d);
+  WalkScheduler walks(discovery);
   ASSERT_TRUE(discovery.refresh().ok());
   ASSERT_EQ(discovery.layout().mode, CgroupMode::kV2);
   ControllerOptions o;
@@ -283,9 +286,9 @@ TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
   {
     ControllerOptions bad = o;
     bad.psiTrigger = "some 1000 100";
-    EXPECT_THROW(Controller(bad, discovery, seams), std::invalid_argument);
+    EXPECT_THROW(Controller(bad, walks, seams), std::invalid_argument);
   }
-  Controller c(o, discovery, seams);
+  Controller c(o, walks, seams);
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   t.write("a/memory.current", std::to_string(200 * MiB) + "\n");  // margin 56 MiB
@@ -323,7 +326,7 @@ TEST(ControllerV2Test, ReclaimsAndTriesThePsiTrigger) {
 
 TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {
   opts_.dryRun = true;
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   t_.write("memory/a/memory.usage_in_bytes", std::to_string(250 * MiB) + "\n");
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
@@ -341,7 +344,7 @@ TEST_F(ControllerTest, DryRunNeverWritesTheLimit) {
 }
 
 TEST_F(ControllerTest, RemovedCgroupIsDropped) {
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   c.start();
   ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
   // cgroup.procs vanishing is how a removed cgroup reads in a fixture.
@@ -375,7 +378,7 @@ TEST_F(ControllerTest, StartupReplaysTheJournal) {
     ASSERT_TRUE((*j)->record(e).ok());
   }
   t_.write("memory/a/memory.limit_in_bytes", std::to_string(128 * MiB) + "\n");
-  Controller c(opts_, *discovery_, seams());
+  Controller c(opts_, *walks_, seams());
   EXPECT_EQ(c.startupRecovery().restored, 1u);
   EXPECT_EQ(t_.read("memory/a/memory.limit_in_bytes"), std::to_string(256 * MiB));
   metrics::Sink s;
@@ -420,7 +423,7 @@ TEST_F(ControllerTest, WriteFaultsAreCountedAuditedAndLogged) {
     };
     ::testing::internal::CaptureStderr();
     {
-      Controller c(opts_, *discovery_, o);
+      Controller c(opts_, *walks_, o);
       c.start();
       ASSERT_FALSE(c.protect({"/a", 64 * MiB, 128 * MiB, 0}));
       ASSERT_TRUE(waitFor([&] { return waiterChecked(); }));
@@ -474,13 +477,13 @@ TEST_F(ControllerTest, WriteFaultsAreCountedAuditedAndLogged) {
 TEST_F(ControllerTest, BadOptionsThrow) {
   ControllerOptions o = opts_;
   o.allow = "(";
-  EXPECT_THROW(Controller(o, *discovery_), std::invalid_argument);
+  EXPECT_THROW(Controller(o, *walks_), std::invalid_argument);
   o = opts_;
   o.journal = "/nonexistent-dir-memcg/j";
-  EXPECT_THROW(Controller(o, *discovery_), std::runtime_error);
+  EXPECT_THROW(Controller(o, *walks_), std::runtime_error);
   o = opts_;
   o.schedPolicy = "fifo";
-  EXPECT_THROW(Controller(o, *discovery_), std::invalid_argument);
+  EXPECT_THROW(Controller(o, *walks_), std::invalid_argument);
 }
 
 }  // namespace

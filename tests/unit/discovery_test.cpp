@@ -1,4 +1,5 @@
 #include "cgroupfs/discovery.h"
+#include "cgroupfs/walk_scheduler.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -216,9 +217,9 @@ const Cgroup* byPath(const CgroupTree& tree, const std::string& path) {
 // Polls until pred(tree) holds; the bound is generous (it returns as soon as
 // pred holds), the walker's interval tiny.
 template <typename Pred>
-std::shared_ptr<const CgroupTree> waitFor(Discovery& d, Pred pred) {
+std::shared_ptr<const CgroupTree> waitFor(WalkScheduler& w, Pred pred) {
   for (int i = 0; i < 6000; ++i) {  // >= 60 s: a loaded machine may stall the walker
-    auto tree = d.tree();
+    auto tree = w.tree();
     if (tree.ok() && pred(**tree)) return *tree;
     std::this_thread::sleep_for(10ms);
   }
@@ -228,23 +229,25 @@ std::shared_ptr<const CgroupTree> waitFor(Discovery& d, Pred pred) {
 TEST(DiscoveryOffScrapePath, ScrapesTakeTheLastWalkUntilTheNextOne) {
   Tree f;
   Discovery d(f.options(1h));
-  auto first = *d.tree();  // no walk yet: walks now
+  WalkScheduler w(d);  // asked, never started: walks only on demand
+  auto first = *w.tree();  // no walk yet: walks now
   EXPECT_EQ(paths(*first), (std::vector<std::string>{"/", "/a"}));
   f.t.write("memory/b/cgroup.procs", "");
-  auto again = *d.tree();
+  auto again = *w.tree();
   EXPECT_EQ(again.get(), first.get()) << "a scrape walked although the last walk is fresh";
   EXPECT_EQ(again->generation, first->generation);
-  auto walked = *d.refresh();  // on demand
+  auto walked = *w.walkNow();  // on demand
   EXPECT_EQ(paths(*walked), (std::vector<std::string>{"/", "/a", "/b"}));
-  EXPECT_EQ((*d.tree()).get(), walked.get());
+  EXPECT_EQ((*w.tree()).get(), walked.get());
 }
 
 TEST(DiscoveryOffScrapePath, IntervalZeroWalksOnEveryScrape) {
   Tree f;
   Discovery d(f.options(0ms));
-  auto first = *d.tree();
+  WalkScheduler w(d);  // asked, never started: walks only on demand
+  auto first = *w.tree();
   f.t.write("memory/b/cgroup.procs", "");
-  auto second = *d.tree();
+  auto second = *w.tree();
   EXPECT_GT(second->generation, first->generation);
   EXPECT_EQ(paths(*second), (std::vector<std::string>{"/", "/a", "/b"}));
 }
@@ -252,6 +255,7 @@ TEST(DiscoveryOffScrapePath, IntervalZeroWalksOnEveryScrape) {
 TEST(DiscoveryOffScrapePath, ConcurrentScrapesShareOneWalk) {
   Tree f;
   Discovery d(f.options(1h));
+  WalkScheduler w(d);  // asked, never started: walks only on demand
   ASSERT_TRUE(d.refresh().ok());
   const uint64_t gen = d.current()->generation;
   std::vector<std::thread> threads;
@@ -259,7 +263,7 @@ TEST(DiscoveryOffScrapePath, ConcurrentScrapesShareOneWalk) {
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&] {
       for (int k = 0; k < 100; ++k) {
-        auto t = d.tree();
+        auto t = w.tree();
         if (t.ok() && (*t)->generation == gen) same.fetch_add(1);
       }
     });
@@ -273,15 +277,16 @@ TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
   Tree f;
   Discovery d(f.options(20ms));
   ASSERT_TRUE(d.refresh().ok());
-  DiscoveryWalker walker(d);
+  WalkScheduler walker(d);
+  walker.start();
 
   // New: exported once the walker has walked.
   f.t.write("memory/b/cgroup.procs", "");
-  auto withB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
+  auto withB = waitFor(walker, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
   ASSERT_NE(withB, nullptr) << "a new cgroup never showed up";
   // The walker counts a walk after the tree it published: wait for the count.
-  for (int i = 0; i < 6000 && walker.walks() == 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_GT(walker.walks(), 0u);
+  for (int i = 0; i < 6000 && walker.cadenceWalks() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(walker.cadenceWalks(), 0u);
 
   // Vanished: the tree a scrape still holds reads it as gone at once, before
   // any walk (files not yet opened: ENOENT and no cgroup.procs).
@@ -293,13 +298,13 @@ TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
   std::string buf;
   std::string_view out;
   EXPECT_EQ(oldB->read(cgroupfs::FileId::kV1Usage, buf, out), cgroupfs::ReadStatus::kGone);
-  auto withoutB = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") == nullptr; });
+  auto withoutB = waitFor(walker, [](const CgroupTree& t) { return byPath(t, "/b") == nullptr; });
   ASSERT_NE(withoutB, nullptr) << "a removed cgroup stayed in the tree";
 
   // Recreated under the same name: a new cgroup (inode, descriptors).
   f.t.write("memory/b/cgroup.procs", "");
   f.t.write("memory/b/memory.usage_in_bytes", "333\n");
-  auto again = waitFor(d, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
+  auto again = waitFor(walker, [](const CgroupTree& t) { return byPath(t, "/b") != nullptr; });
   ASSERT_NE(again, nullptr);
   const Cgroup* nb = byPath(*again, "/b");
   EXPECT_NE(nb->inode, oldIno);
@@ -312,18 +317,52 @@ TEST(DiscoveryOffScrapePath, WalkerFindsNewVanishedAndRecreatedCgroups) {
 TEST(DiscoveryOffScrapePath, AFailedWalkIsReportedToScrapes) {
   Tree f;
   Discovery d(f.options(1h));
+  WalkScheduler w(d);  // asked, never started: walks only on demand
   ASSERT_TRUE(d.refresh().ok());
   f.t.remove("memory");
   EXPECT_FALSE(d.refresh().ok());
-  EXPECT_FALSE(d.tree().ok()) << "a scrape was handed the tree of before the failure";
+  EXPECT_FALSE(w.tree().ok()) << "a scrape was handed the tree of before the failure";
 }
 
 TEST(DiscoveryOffScrapePath, WalkerWithIntervalZeroStartsNoThread) {
   Tree f;
   Discovery d(f.options(0ms));
-  DiscoveryWalker walker(d);
+  WalkScheduler walker(d);
+  walker.start();
   std::this_thread::sleep_for(30ms);
-  EXPECT_EQ(walker.walks(), 0u);
+  EXPECT_EQ(walker.cadenceWalks(), 0u);
+}
+
+// The history's sampler asks for a tree at most so old: a recent walk (by
+// anyone) is reused, an older one is replaced by a walk now.
+TEST(DiscoveryOffScrapePath, WithinReusesARecentWalkAndWalksAnOlderOne) {
+  Tree f;
+  Discovery d(f.options(1h));
+  WalkScheduler w(d);
+  auto first = *w.walkNow();
+  f.t.write("memory/b/cgroup.procs", "");
+  EXPECT_EQ((*w.within(1h)).get(), first.get()) << "walked although the last walk is recent";
+  auto walked = *w.within(0ms);
+  EXPECT_GT(walked->generation, first->generation);
+  EXPECT_EQ(paths(*walked), (std::vector<std::string>{"/", "/a", "/b"}));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_GT((*w.within(10ms))->generation, walked->generation);
+}
+
+// The controller and the rules ask for a cgroup made since the last walk.
+TEST(DiscoveryOffScrapePath, FindOrWalkWalksOnceForAnUnknownCgroup) {
+  Tree f;
+  Discovery d(f.options(1h));
+  WalkScheduler w(d);
+  ASSERT_TRUE(w.walkNow().ok());
+  EXPECT_NE(w.findOrWalk("/a"), nullptr);
+  const uint64_t gen = w.current()->generation;
+  EXPECT_NE(w.findOrWalk("/a"), nullptr);
+  EXPECT_EQ(w.current()->generation, gen) << "walked for a cgroup the last walk saw";
+  f.t.write("memory/b/cgroup.procs", "");
+  EXPECT_NE(w.findOrWalk("/b"), nullptr);
+  EXPECT_GT(w.current()->generation, gen);
+  EXPECT_EQ(w.findOrWalk("/nope"), nullptr);
 }
 
 }  // namespace off_path

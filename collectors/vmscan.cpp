@@ -126,7 +126,6 @@ class VmscanCollector : public Collector {
     tracing::CgroupSelection selection;
     for (const Cgroup& c : ctx.tree.cgroups) selection.add(c.path, c.inode);
     tracing::renderTraceSnapshot(s, sink, &selection);
-    tracer_->reportHistory().maybeRecord(std::chrono::steady_clock::now(), s);
     // Reads failing in the reader's last round (the instance's files gone
     // bad): the trace figures are incomplete. The session logs the first.
     if (s.reads_failing) {

@@ -451,6 +451,11 @@ nlohmann::json reclaimReport(const TraceSnapshot& now_in, const TraceSnapshot* b
 SnapshotHistory::SnapshotHistory(Clock::duration interval, Clock::duration max_age)
     : interval_(interval), max_age_(max_age) {}
 
+bool SnapshotHistory::due(Clock::time_point t) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return kept_.empty() || t - kept_.back().first >= interval_;
+}
+
 void SnapshotHistory::maybeRecord(Clock::time_point t, const TraceSnapshot& s) {
   std::lock_guard<std::mutex> g(mu_);
   if (!kept_.empty() && t - kept_.back().first < interval_) return;

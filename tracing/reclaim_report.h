@@ -58,6 +58,9 @@ class SnapshotHistory {
   using Clock = std::chrono::steady_clock;
   explicit SnapshotHistory(Clock::duration interval = std::chrono::minutes(1),
                            Clock::duration max_age = std::chrono::minutes(15));
+  /// True when a snapshot taken at `t` would be kept (none yet, or the newest
+  /// is at least `interval` old): the owner takes one only then.
+  bool due(Clock::time_point t) const;
   /// Records `s` taken at `t` if the newest kept one is at least `interval` old.
   void maybeRecord(Clock::time_point t, const TraceSnapshot& s);
   /// The newest snapshot taken at or before `t - window` (or the oldest kept

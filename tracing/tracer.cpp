@@ -197,9 +197,14 @@ void Tracer::onRoundEnd() {
   // dst_path views point into the session's sub-buffers: apply before they go.
   flush();
   aggregator_->endRound();
-  if (callers_ && std::chrono::steady_clock::now() - armed_at_ >= caller_interval_) {
+  const auto now = std::chrono::steady_clock::now();
+  if (callers_ && now - armed_at_ >= caller_interval_) {
     armCallerTrigger();
   }
+  // The reclaim report's window baselines, recorded here on the reader's own
+  // rounds (which run every idle wake-up too), not as a side effect of a
+  // scrape or an API read: a window then means the same whoever asks.
+  if (history_.due(now)) history_.maybeRecord(now, snapshot());
 }
 
 TraceSnapshot Tracer::snapshot() const {

@@ -99,7 +99,6 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
   if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
   auto now = std::chrono::steady_clock::now();
   tracing::TraceSnapshot snap = a.tracer->snapshot();
-  a.tracer->reportHistory().maybeRecord(now, snap);
   std::string w = req.param("window");
   if (w.empty()) return http::replyJson(resp, tracing::reclaimReport(snap));
   auto secs = parseDuration(w);

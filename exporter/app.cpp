@@ -221,15 +221,22 @@ void App::buildHistory() {
                                    " match=" + log::quote(sel));
 }
 
-/// The controller and discovery as the rule actions see them.
+/// The controller and the walk scheduler as the rule actions see them: the
+/// one place rules' requests become controller types.
 class App::RuleTarget final : public rules::ProtectTarget {
  public:
   RuleTarget(controller::Controller& c, WalkScheduler& w) : c_(c), w_(w) {}
-  std::optional<controller::OpError> protect(const controller::Protection& p) override {
-    return c_.protect(p);
+  std::optional<rules::ActionError> protect(const rules::ProtectRequest& r) override {
+    controller::Protection p;
+    p.cgroup = r.cgroup;
+    p.startMarginBytes = r.startMarginBytes;
+    p.targetMarginBytes = r.targetMarginBytes;
+    p.startMarginPercent = r.startMarginPercent;
+    p.targetMarginPercent = r.targetMarginPercent;
+    return actionError(c_.protect(p));
   }
-  std::optional<controller::OpError> unprotect(const std::string& cgroup) override {
-    return c_.unprotect(cgroup);
+  std::optional<rules::ActionError> unprotect(const std::string& cgroup) override {
+    return actionError(c_.unprotect(cgroup));
   }
   bool isProtected(const std::string& cgroup) const override { return c_.isProtected(cgroup); }
   bool allowed(const std::string& cgroup) const override { return c_.allowed(cgroup); }
@@ -247,6 +254,17 @@ class App::RuleTarget final : public rules::ProtectTarget {
   }
 
  private:
+  static std::optional<rules::ActionError> actionError(std::optional<controller::OpError> e) {
+    if (!e) return std::nullopt;
+    using K = rules::ActionError::Kind;
+    K k = K::kFailed;
+    if (e->kind == controller::ErrorKind::kForbidden || e->kind == controller::ErrorKind::kBadInput)
+      k = K::kRefused;
+    else if (e->kind == controller::ErrorKind::kNotFound)
+      k = K::kGone;
+    return rules::ActionError{k, std::move(e->message)};
+  }
+
   controller::Controller& c_;
   WalkScheduler& w_;
 };

@@ -46,7 +46,7 @@ std::string fp(const std::string& rule, const std::string& cgroup) {
 
 }  // namespace
 
-Status parseMargin(std::string_view text, bool start, controller::Protection& p) {
+Status parseMargin(std::string_view text, bool start, ProtectRequest& p) {
   std::string_view t = text;
   while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
   while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
@@ -86,7 +86,7 @@ Status parseMargin(std::string_view text, bool start, controller::Protection& p)
 
 Actions::Actions(ActionOptions opts, ProtectTarget* target)
     : opts_(std::move(opts)), target_(target) {
-  controller::Protection p;
+  ProtectRequest p;
   if (auto s = parseMargin(opts_.defaultStartMargin, true, p); !s.ok())
     throw std::invalid_argument("--rules.default-start-margin: " + s.error().detail);
   if (auto s = parseMargin(opts_.defaultTargetMargin, false, p); !s.ok())
@@ -135,7 +135,7 @@ std::string Actions::firing(const promql::Labels& labels, Source src, int64_t no
                  "cgroup does not match --controller.allow");
   if (target_->isProtected(cgroup))
     return count(rule, "protect", "exists", cgroup, "already protected (not by a rule)");
-  controller::Protection p;
+  ProtectRequest p;
   p.cgroup = cgroup;
   std::string_view sm = promql::labelValue(labels, "start_margin");
   std::string_view tm = promql::labelValue(labels, "target_margin");
@@ -147,9 +147,8 @@ std::string Actions::firing(const promql::Labels& labels, Source src, int64_t no
                  "target_margin: " + s.error().detail);
   auto e = target_->protect(p);
   if (e) {
-    const bool refused = e->kind == controller::ErrorKind::kForbidden ||
-                         e->kind == controller::ErrorKind::kNotFound ||
-                         e->kind == controller::ErrorKind::kBadInput;
+    const bool refused =
+        e->kind == ActionError::Kind::kRefused || e->kind == ActionError::Kind::kGone;
     return count(rule, "protect", refused ? "refused" : "error", cgroup, e->message);
   }
   owned_[cgroup] = Owned{rule, src, firingUntil, 0};
@@ -188,9 +187,9 @@ void Actions::tick(int64_t nowMs) {
     if (!target_) continue;
     auto e = target_->unprotect(cgroup);
     // Not protected any more (removed by hand, or the cgroup went): nothing to undo.
-    const std::string result = !e                                            ? "ok"
-                               : e->kind == controller::ErrorKind::kNotFound ? "gone"
-                                                                             : "error";
+    const std::string result = !e                                       ? "ok"
+                               : e->kind == ActionError::Kind::kGone ? "gone"
+                                                                        : "error";
     count(rule, "unprotect", result, cgroup, e ? e->message : "");
     lastResult_.erase(fp(rule, cgroup) + "\x1fprotect");
   }

@@ -27,18 +27,39 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "controller/protection.h"
 #include "metrics/metric.h"
 #include "promql/labels.h"
 
 namespace memcg::rules {
 
-/// The controller and discovery, as the actions need them (App adapts them).
+/// What a protect action asks for: the cgroup and its two margins, each in
+/// bytes or in percent of the limit (one form per margin; the other is 0).
+struct ProtectRequest {
+  std::string cgroup;  ///< label, "/a/b"
+  uint64_t startMarginBytes = 0;
+  uint64_t targetMarginBytes = 0;
+  double startMarginPercent = 0;
+  double targetMarginPercent = 0;
+};
+
+/// Why a target did not act, in the terms an action reports.
+struct ActionError {
+  enum class Kind {
+    kRefused,  ///< bad input or not allowed: retrying cannot help
+    kGone,     ///< no such cgroup, or not protected
+    kFailed,   ///< anything else
+  };
+  Kind kind = Kind::kFailed;
+  std::string message;
+};
+
+/// What the actions act on: protections and what discovery knows, behind an
+/// interface that names no controller type (the App adapts the controller).
 class ProtectTarget {
  public:
   virtual ~ProtectTarget() = default;
-  virtual std::optional<controller::OpError> protect(const controller::Protection& p) = 0;
-  virtual std::optional<controller::OpError> unprotect(const std::string& cgroup) = 0;
+  virtual std::optional<ActionError> protect(const ProtectRequest& p) = 0;
+  virtual std::optional<ActionError> unprotect(const std::string& cgroup) = 0;
   virtual bool isProtected(const std::string& cgroup) const = 0;
   /// --controller.allow admits it (never the root).
   virtual bool allowed(const std::string& cgroup) const = 0;
@@ -54,7 +75,7 @@ struct ActionOptions {
 
 /// "64MiB", "1GiB", "512KiB", "1048576" (bytes), "10%" (percent, 0 < p < 100),
 /// into the start or target half of `p`. Error: why.
-Status parseMargin(std::string_view text, bool start, controller::Protection& p);
+Status parseMargin(std::string_view text, bool start, ProtectRequest& p);
 
 class Actions {
  public:

@@ -48,7 +48,7 @@ TEST(RulesTemplate, RefusesWhatItDoesNotImplement) {
 }
 
 TEST(RulesActions, Margins) {
-  controller::Protection p;
+  ProtectRequest p;
   ASSERT_TRUE(parseMargin("64MiB", true, p).ok());
   EXPECT_EQ(p.startMarginBytes, 64u << 20);
   ASSERT_TRUE(parseMargin("10%", false, p).ok());
@@ -175,14 +175,14 @@ TEST(RulesRecording, OutputAndStaleness) {
 
 class FakeTarget : public ProtectTarget {
  public:
-  std::map<std::string, controller::Protection> prots;
+  std::map<std::string, ProtectRequest> prots;
   std::set<std::string> knownSet{"/w/a", "/w/hand", "/outside"};
-  std::optional<controller::OpError> protect(const controller::Protection& p) override {
+  std::optional<ActionError> protect(const ProtectRequest& p) override {
     prots[p.cgroup] = p;
     return std::nullopt;
   }
-  std::optional<controller::OpError> unprotect(const std::string& c) override {
-    if (!prots.erase(c)) return controller::OpError{controller::ErrorKind::kNotFound, "no"};
+  std::optional<ActionError> unprotect(const std::string& c) override {
+    if (!prots.erase(c)) return ActionError{ActionError::Kind::kGone, "no"};
     return std::nullopt;
   }
   bool isProtected(const std::string& c) const override { return prots.count(c); }
@@ -245,7 +245,7 @@ TEST(RulesActions, AlertmanagerHoldStartsAtResolved) {
 
 TEST(RulesActions, RefusalsHandProtectionsAndControllerOff) {
   FakeTarget t;
-  t.prots["/w/hand"] = controller::Protection{"/w/hand"};
+  t.prots["/w/hand"] = ProtectRequest{"/w/hand"};
   Actions a(ActionOptions{"10%", "20%", 0}, &t);
   EXPECT_EQ(a.firing(alert("/w/hand"), Actions::Source::kRules, 0), "exists");
   a.tick(100000);

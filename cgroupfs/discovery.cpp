@@ -10,6 +10,7 @@
 
 #include "cgroupfs/file_names.h"
 #include "cgroupfs/readers.h"
+#include "common/duration.h"
 #include "common/log.h"
 #include "common/parse.h"
 
@@ -365,14 +366,17 @@ FlagList discoveryFlags(DiscoveryOptions& o) {
          o.limit = static_cast<size_t>(parseFlagInt("cgroup.limit", v, 1, 1000000));
        },
        "2000"},
-      {"cgroup.refresh-interval-ms",
+      {"cgroup.refresh-interval",
        "How often the cgroup hierarchy is walked, off the scrape path (0: on every scrape).",
        false,
        [&o](const std::string& v) {
-         o.refreshInterval =
-             std::chrono::milliseconds(parseFlagInt("cgroup.refresh-interval-ms", v, 0, 3600000));
+         o.refreshInterval = std::chrono::milliseconds(
+             durationFlag("cgroup.refresh-interval", v, 0, 3600000));
        },
-       "5000"},
+       "5s"},
+      deprecatedMsFlag("cgroup.refresh-interval-ms", "cgroup.refresh-interval", 0, 3600000,
+                       [&o](int64_t ms) { o.refreshInterval = std::chrono::milliseconds(ms); },
+                       "5000"),
       {"cgroup.fd-budget",
        "Descriptors kept open for cgroup directories and files at most; past it each file is "
        "opened, read and closed per scrape (memcg_exporter_fds_kept, "

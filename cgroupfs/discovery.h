@@ -79,7 +79,7 @@ struct DiscoveryOptions {
   std::string exclude;         ///< regex on the cgroup label, whole match; empty = none
   int maxDepth = 8;            ///< 0 = root only
   size_t limit = 2000;         ///< cgroups exported at most
-  /// --cgroup.refresh-interval-ms: how often the walk scheduler walks; a
+  /// --cgroup.refresh-interval: how often the walk scheduler walks; a
   /// scrape has it walk only when the last walk is older than twice this
   /// (not started, or stuck). 0: every scrape walks.
   std::chrono::milliseconds refreshInterval{5000};

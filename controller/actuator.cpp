@@ -1,4 +1,5 @@
 #include "controller/actuator.h"
+#include "common/clock.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -254,9 +255,7 @@ ReclaimResult Actuator::v1Nudge(const CgroupDir& dir, const ReclaimRequest& req)
   je.originalUnlimited = limit->unlimited;
   je.original = limit->bytes;
   je.lowered = target;
-  je.tsMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch())
-                .count();
+  je.tsMs = clock::wallMs();
   std::optional<uint64_t> armed;
   if (opts_.keepArmed) {
     armed = journal_->findArmed(je.dir, je.inode, je.originalUnlimited, je.original, target);

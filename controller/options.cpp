@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "common/duration.h"
 #include "common/parse.h"
 #include "controller/controller.h"
 
@@ -85,15 +86,16 @@ FlagList controllerFlags(ControllerOptions& o) {
          }
          o.schedPolicy = v;
        }, "other"},
-      {"controller.poll-interval-ms",
-       "Fallback polling period of the controller's waiter, ms (the v1 threshold eventfd "
-       "and "
-       "the v2 memory.events / PSI trigger are the fast path).",
+      {"controller.poll-interval",
+       "Fallback polling period of the controller's waiter (the v1 threshold eventfd "
+       "and the v2 memory.events / PSI trigger are the fast path).",
        false,
        [&o](const std::string& v) {
-         o.pollIntervalMs = parseFlagInt("controller.poll-interval-ms", v, 1, 600000);
+         o.pollIntervalMs = static_cast<int>(durationFlag("controller.poll-interval", v, 1, 600000));
        },
-       "50"},
+       "50ms"},
+      deprecatedMsFlag("controller.poll-interval-ms", "controller.poll-interval", 1, 600000,
+                       [&o](int64_t ms) { o.pollIntervalMs = static_cast<int>(ms); }, "50"),
       {"controller.v2-wake",
        "cgroup v2 wake sources besides the poll, comma-separated: events "
        "(memory.events), psi "
@@ -167,14 +169,16 @@ FlagList controllerFlags(ControllerOptions& o) {
          o.maxStepBytes = parseFlagBytes("controller.max-step-bytes", v, 4096);
        },
        "268435456"},
-      {"controller.cooldown-ms",
-       "Quiet time after an episode before the next one for the same cgroup, ms "
-       "(dry-run: at least 1000).",
+      {"controller.cooldown",
+       "Quiet time after an episode before the next one for the same cgroup "
+       "(dry-run: at least 1s).",
        false,
        [&o](const std::string& v) {
-         o.cooldownMs = parseFlagInt("controller.cooldown-ms", v, 0, 600000);
+         o.cooldownMs = static_cast<int>(durationFlag("controller.cooldown", v, 0, 600000));
        },
-       "5"},
+       "5ms"},
+      deprecatedMsFlag("controller.cooldown-ms", "controller.cooldown", 0, 600000,
+                       [&o](int64_t ms) { o.cooldownMs = static_cast<int>(ms); }, "5"),
       {"controller.psi-trigger",
        "PSI trigger the controller writes to a protected v2 cgroup's memory.pressure: "
        "\"some|full <stall us> <window us>\" (window 500000..10000000).",

@@ -23,8 +23,8 @@ struct ControllerOptions {
   // Tunables (defaults fit seed 000). The safety budgets each have a flag.
   uint64_t floorBytes = 16ull << 20;  ///< never reclaim a cgroup below this usage
   uint64_t maxStepBytes = 256ull << 20;  ///< --controller.max-step-bytes: at most this much per nudge
-  int cooldownMs = 5;           ///< --controller.cooldown-ms: quiet time after an episode for a cgroup
-  int pollIntervalMs = 50;      ///< --controller.poll-interval-ms: fallback polling period
+  int cooldownMs = 5;           ///< --controller.cooldown: quiet time after an episode for a cgroup
+  int pollIntervalMs = 50;      ///< --controller.poll-interval: fallback polling period
                                 ///< (the v1 eventfd / v2 memory.events and PSI are the fast path)
   /// --controller.v2-wake: v2 wake sources besides the poll. memory.events
   /// (POLLPRI when a key such as "max" or "high" changes) and a PSI trigger

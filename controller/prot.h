@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "cgroupfs/cgroup_dir.h"
+#include "common/clock.h"
 #include "common/fd.h"
 #include "common/log.h"
 #include "controller/controller.h"
@@ -71,11 +72,8 @@ struct Controller::Prot {
   } locked;
 };
 
-inline int64_t unixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+/// Wall-clock ms for journal and audit timestamps (common/clock.h).
+inline int64_t unixMs() { return clock::wallMs(); }
 
 inline std::string kv(std::string_view k, std::string_view v) {
   return std::string(k) + "=" + log::quote(v);

@@ -101,7 +101,7 @@ App::App(const Options& opts) : opts_(opts) {
   web.listenAddress = opts_.listenAddress;
   web.threads = opts_.webThreads;
   web.gzipLevel = opts_.gzipLevel;
-  web.readTimeoutMs = opts_.webReadTimeoutSeconds * 1000;
+  web.readTimeoutMs = static_cast<int>(opts_.webReadTimeoutMs);
   web.handshakeTimeoutMs = web.readTimeoutMs;
   web.maxConnections = opts_.webMaxConnections;
   if (!opts_.webConfigFile.empty()) {

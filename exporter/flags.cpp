@@ -1,9 +1,11 @@
 #include "exporter/flags.h"
 
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/duration.h"
 #include "common/log.h"
 #include "common/parse.h"
 #include "controller/options.h"
@@ -33,11 +35,22 @@ FlagList flagTable(Options& o) {
        [&o](const std::string& v) { o.webThreads = parseFlagInt("web.threads", v, 1, 64); },
        "4"},
       {"web.read-timeout",
-       "Seconds a client has to send a request's head, and again its body (then 408).", false,
-       [&o](const std::string& v) {
-         o.webReadTimeoutSeconds = parseFlagInt("web.read-timeout", v, 1, 600);
+       "How long a client has to send a request's head, and again its body (then 408).",
+       false,
+       [&o, logged = std::make_shared<bool>(false)](const std::string& v) {
+         // A bare number is the old spelling, in seconds: still accepted, logged once.
+         if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+           o.webReadTimeoutMs = int64_t{parseFlagInt("web.read-timeout", v, 1, 600)} * 1000;
+           if (!*logged) {
+             *logged = true;
+             log::warn("deprecated flag value", "flag=--web.read-timeout value=" + v +
+                                                     " use=--web.read-timeout=" + v + "s");
+           }
+           return;
+         }
+         o.webReadTimeoutMs = durationFlag("web.read-timeout", v, 1000, 600000);
        },
-       "10"},
+       "10s"},
       {"web.max-connections",
        "Open HTTP connections at most; more are answered 503 and closed.", false,
        [&o](const std::string& v) {

@@ -27,7 +27,7 @@ struct Options {
   std::string telemetryPath = "/metrics";
   int gzipLevel = 1;
   int webThreads = 4;
-  int webReadTimeoutSeconds = 10;
+  int64_t webReadTimeoutMs = 10000;  ///< --web.read-timeout
   int webMaxConnections = 4096;
   std::string webConfigFile;  ///< --web.config.file (web_config.h); empty: open
   bool dropCapabilities = true;  ///< --[no-]capabilities.drop (privileges.h)

@@ -1,4 +1,5 @@
 #include "history/history.h"
+#include "common/clock.h"
 
 #include <algorithm>
 #include <chrono>
@@ -46,11 +47,6 @@ const metrics::Desc kPasses = metrics::nodeCounter(
 
 constexpr int64_t kMaxTreeAgeMs = 5000;
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool matchesAll(const std::vector<Matcher>& ms, const Labels& ls) {
   for (const auto& m : ms) {
@@ -562,7 +558,7 @@ void History::start() {
     std::unique_lock lk(I.runMu);
     while (!I.stop) {
       // Ticks on multiples of the interval: equal deltas compress to 1 bit.
-      int64_t now = nowMs();
+      int64_t now = clock::wallMs();
       int64_t next = (now / iv + 1) * iv;
       I.cv.wait_for(lk, std::chrono::milliseconds(next - now), [&] { return I.stop; });
       if (I.stop) break;

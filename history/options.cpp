@@ -1,21 +1,9 @@
 #include <stdexcept>
 
 #include "history/history.h"
-#include "promql/lexer.h"
+#include "common/duration.h"
 
 namespace memcg::history {
-namespace {
-
-int64_t durationFlag(const std::string& flag, const std::string& v) {
-  int64_t ms = 0;
-  if (!promql::parseDurationMs(v, ms) || ms <= 0) {
-    throw std::invalid_argument(
-        "--" + flag + " must be a duration such as 1s, 500ms or 15m, got \"" + v + "\"");
-  }
-  return ms;
-}
-
-}  // namespace
 
 FlagList historyFlags(Options& o) {
   return {

@@ -44,50 +44,6 @@ int hexVal(char c) {
 
 }  // namespace
 
-bool parseDurationMs(std::string_view s, int64_t& ms) {
-  if (s == "0") {
-    ms = 0;
-    return true;
-  }
-  struct Unit {
-    const char* name;
-    int64_t mult;
-  };
-  static const Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000},
-                                {"w", 7LL * 24 * 3600 * 1000},
-                                {"d", 24LL * 3600 * 1000},
-                                {"h", 3600LL * 1000},
-                                {"m", 60LL * 1000},
-                                {"s", 1000},
-                                {"ms", 1}};
-  size_t i = 0, nextUnit = 0;
-  int64_t total = 0;
-  bool any = false;
-  while (i < s.size()) {
-    size_t start = i;
-    int64_t n = 0;
-    while (i < s.size() && isDigit(s[i])) {
-      if (n > (INT64_MAX - 9) / 10) return false;
-      n = n * 10 + (s[i] - '0');
-      ++i;
-    }
-    if (i == start) return false;
-    size_t ustart = i;
-    while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
-    std::string_view unit = s.substr(ustart, i - ustart);
-    size_t u = nextUnit;
-    while (u < 7 && unit != kUnits[u].name) ++u;
-    if (u == 7) return false;
-    if (n != 0 && kUnits[u].mult > INT64_MAX / n) return false;
-    total += n * kUnits[u].mult;
-    nextUnit = u + 1;
-    any = true;
-  }
-  if (!any) return false;
-  ms = total;
-  return true;
-}
-
 std::vector<Token> lex(std::string_view in) {
   std::vector<Token> out;
   size_t i = 0;

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/duration.h"
+
 namespace memcg::promql {
 
 enum class Tok {
@@ -52,8 +54,7 @@ struct Token {
 /// message in text.
 std::vector<Token> lex(std::string_view input);
 
-/// Prometheus' duration syntax (1h30m, 5m, 10s, 100ms; units y w d h m s ms
-/// in that order), in milliseconds; false when malformed.
-bool parseDurationMs(std::string_view s, int64_t& ms);
+/// Durations are Prometheus' syntax, parsed by the one parser (common/duration.h).
+using ::memcg::parseDurationMs;
 
 }  // namespace memcg::promql

@@ -1,4 +1,5 @@
 #include "rules/http_post.h"
+#include "common/clock.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -18,11 +19,7 @@ namespace {
 
 // Deadlines are kept in microseconds: a millisecond clock truncates the start
 // and could end a 200 ms timeout after 199 ms.
-int64_t steadyUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t steadyUs() { return clock::steadyUs(); }
 
 /// Waits until `fd` is ready for `events` or the deadline passes.
 Status waitFd(int fd, short events, int64_t deadlineUs, const std::string& what) {

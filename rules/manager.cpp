@@ -1,4 +1,5 @@
 #include "rules/manager.h"
+#include "common/clock.h"
 
 #include <pthread.h>
 
@@ -10,11 +11,6 @@
 namespace memcg::rules {
 namespace {
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 const metrics::Desc kReloadOk =
     metrics::nodeGauge("memcg_exporter_rules_config_last_reload_successful",
@@ -69,7 +65,7 @@ Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions opts,
   if (!cfgs.ok()) return cfgs.error();
   std::unique_ptr<Manager> m(new Manager(std::move(opts), std::move(backend)));
   m->install(std::move(*cfgs));
-  m->lastReloadOkMs_ = nowMs();
+  m->lastReloadOkMs_ = clock::wallMs();
   return m;
 }
 
@@ -126,7 +122,7 @@ Status Manager::reload() {
   size_t n = cfgs->size();
   install(std::move(*cfgs));
   lastReloadOk_ = true;
-  lastReloadOkMs_ = nowMs();
+  lastReloadOkMs_ = clock::wallMs();
   log::info("rules loaded", "groups=" + std::to_string(n));
   return Ok{};
 }
@@ -187,7 +183,7 @@ void Manager::loop() {
   constexpr int64_t kTickMs = 100;
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    const int64_t now = nowMs();
+    const int64_t now = clock::wallMs();
     std::vector<std::pair<std::shared_ptr<Group>, int64_t>> due;
     int64_t wake = now + kTickMs;
     for (auto& g : groups_) {

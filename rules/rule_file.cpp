@@ -46,45 +46,6 @@ std::string scalarText(const YAML::Node& n) {
 
 }  // namespace
 
-Result<int64_t> parseDurationMs(std::string_view s) {
-  // One parser for durations: the PromQL lexer's (Prometheus' model.ParseDuration).
-  int64_t ms = 0;
-  if (s == "0") return ms;
-  if (!promql::parseDurationMs(s, ms))
-    return makeError(EINVAL, "duration",
-                     "not a valid duration string: \"" + std::string(s) + "\"");
-  return ms;
-}
-
-int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min) {
-  auto d = parseDurationMs(v);
-  if (!d.ok() || *d < min)
-    throw std::invalid_argument("--" + flag + ": not a duration of at least " +
-                                formatDuration(min) + ": " + v);
-  return *d;
-}
-
-std::string formatDuration(int64_t ms) {
-  if (ms == 0) return "0s";
-  std::string out;
-  struct U {
-    const char* n;
-    int64_t ms;
-  } units[] = {{"y", 365LL * 86400000},
-               {"w", 7LL * 86400000},
-               {"d", 86400000},
-               {"h", 3600000},
-               {"m", 60000},
-               {"s", 1000},
-               {"ms", 1}};
-  for (const auto& u : units) {
-    if (ms >= u.ms) {
-      out += std::to_string(ms / u.ms) + u.n;
-      ms %= u.ms;
-    }
-  }
-  return out;
-}
 
 std::string RuleConfig::key() const {
   std::ostringstream k;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/result.h"
 #include "promql/ast.h"
 
@@ -50,13 +51,10 @@ struct GroupConfig {
   std::vector<RuleConfig> rules;
 };
 
-/// Parses Prometheus' duration syntax ("1m30s", "0", "500ms").
-Result<int64_t> parseDurationMs(std::string_view s);
-/// Prometheus' rendering of a duration ("1m30s", "0s").
-std::string formatDuration(int64_t ms);
-/// A duration flag's value in ms, at least `min`; std::invalid_argument
-/// naming --`flag` otherwise (for the flag tables).
-int64_t durationFlag(const std::string& flag, const std::string& v, int64_t min);
+// Durations: the one parser and rendering (common/duration.h).
+using ::memcg::durationFlag;
+using ::memcg::formatDuration;
+using ::memcg::parseDurationMs;
 
 /// Parses and checks one rule file. Errors: Error::path = the file,
 /// detail = every problem found, one a line ("group \"g\", rule 2: ...").

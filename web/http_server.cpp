@@ -1,4 +1,5 @@
 #include "web/http_server.h"
+#include "common/clock.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -36,11 +37,8 @@ namespace {
 /// may then start up to 1 ms before the true moment, so a deadline has
 /// passed only once `nowMs() > deadline` (strictly), which is at least T
 /// after the true start. `>=` closed a 2 s read timeout after 1.999 s.
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// Intervals and timeouts: the steady clock (common/clock.h).
+int64_t nowMs() { return clock::steadyMs(); }
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;

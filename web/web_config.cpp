@@ -1,4 +1,5 @@
 #include "web/web_config.h"
+#include "common/clock.h"
 
 #include <crypt.h>
 #include <sys/stat.h>
@@ -54,11 +55,8 @@ std::string base64Decode(std::string_view in, bool& ok) {
   return out;
 }
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// Intervals and timeouts: the steady clock (common/clock.h).
+int64_t nowMs() { return clock::steadyMs(); }
 
 Error bad(const std::string& why) { return makeError(EINVAL, "", why); }
 

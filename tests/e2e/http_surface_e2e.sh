@@ -222,7 +222,7 @@ report_has() { curl -fsS "$url/api/v1/reclaim/report" | grep -q "$base"; }
 check "/api/v1/reclaim/report: 200, the cgroup's reclaim in it" poll_until 60 report_has
 check "/api/v1/reclaim/report?window=5m: 200" [ "$(code "$url/api/v1/reclaim/report?window=5m")" = 200 ]
 check "/api/v1/reclaim/report?window=30s: 200 JSON" bash -c "[ \$(curl -s -o $tmp/b -w '%{http_code}' '$url/api/v1/reclaim/report?window=30s') = 200 ] && jq -e . $tmp/b >/dev/null"
-for w in bogus 5 0s -1m 5d; do
+for w in bogus 5 0s -1m 5x; do
   check "/api/v1/reclaim/report?window=$w: 400" [ "$(code "$url/api/v1/reclaim/report?window=$w")" = 400 ]
 done
 check "/api/v1/locks: 200 with top_locks" bash -c "curl -fsS $url/api/v1/locks | jq -e 'has(\"top_locks\")' >/dev/null"

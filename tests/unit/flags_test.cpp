@@ -140,5 +140,55 @@ TEST(Flags, BadRegexesAndPoliciesAreBadFlags) {
   }
 }
 
+// Durations are flags' one spelling ("10s", "500ms"); the old whole-number
+// "-ms" flags (and a bare number of seconds for --web.read-timeout) still work,
+// give the same value, and log once that they are deprecated.
+TEST(Flags, DurationsAndTheirDeprecatedMsSpellings) {
+  struct Case {
+    const char* now;
+    const char* old;
+    const char* oldName;
+  };
+  const Case cases[] = {
+      {"--cgroup.refresh-interval=1500ms", "--cgroup.refresh-interval-ms=1500",
+       "--cgroup.refresh-interval-ms"},
+      {"--controller.poll-interval=2s", "--controller.poll-interval-ms=2000",
+       "--controller.poll-interval-ms"},
+      {"--controller.cooldown=250ms", "--controller.cooldown-ms=250", "--controller.cooldown-ms"},
+      {"--web.read-timeout=30s", "--web.read-timeout=30", "--web.read-timeout"},
+  };
+  for (const auto& c : cases) {
+    testing::internal::CaptureStderr();
+    Options a = parse({c.now});
+    const std::string quiet = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(quiet.find("deprecated"), std::string::npos) << c.now << ": " << quiet;
+    testing::internal::CaptureStderr();
+    Options b = parse({c.old, c.old});  // given twice: one log line
+    const std::string logged = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(a.discovery.refreshInterval, b.discovery.refreshInterval) << c.old;
+    EXPECT_EQ(a.controller.pollIntervalMs, b.controller.pollIntervalMs) << c.old;
+    EXPECT_EQ(a.controller.cooldownMs, b.controller.cooldownMs) << c.old;
+    EXPECT_EQ(a.webReadTimeoutMs, b.webReadTimeoutMs) << c.old;
+    const size_t at = logged.find("deprecated flag");
+    ASSERT_NE(at, std::string::npos) << c.old << ": " << logged;
+    EXPECT_NE(logged.find(c.oldName), std::string::npos) << logged;
+    EXPECT_EQ(logged.find("deprecated flag", at + 1), std::string::npos)
+        << "logged more than once: " << logged;
+  }
+  Options o = parse({"--cgroup.refresh-interval=1500ms", "--controller.poll-interval=2s",
+                     "--controller.cooldown=250ms", "--web.read-timeout=30s"});
+  EXPECT_EQ(o.discovery.refreshInterval, std::chrono::milliseconds(1500));
+  EXPECT_EQ(o.controller.pollIntervalMs, 2000);
+  EXPECT_EQ(o.controller.cooldownMs, 250);
+  EXPECT_EQ(o.webReadTimeoutMs, 30000);
+  Options d = parse({});
+  EXPECT_EQ(d.discovery.refreshInterval, std::chrono::milliseconds(5000));
+  EXPECT_EQ(d.webReadTimeoutMs, 10000);
+  for (const char* bad : {"--cgroup.refresh-interval=2h", "--controller.poll-interval=0s",
+                          "--controller.cooldown=1.5s", "--web.read-timeout=500ms",
+                          "--web.read-timeout=11m", "--controller.poll-interval-ms=1s"})
+    EXPECT_THROW(parse({bad}), std::invalid_argument) << bad;
+}
+
 }  // namespace
 }  // namespace memcg

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "common/duration.h"
 #include "common/parse.h"
 #include "tracing/lock_metrics.h"
 #include "tracing/reclaim_report.h"
@@ -27,21 +28,13 @@ std::string_view typeName(metrics::Type t) {
 }  // namespace
 
 std::optional<double> parseDuration(std::string_view s) {
-  if (s.size() < 2) return std::nullopt;
-  double unit = 0;
-  switch (s.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    default: return std::nullopt;
-  }
-  auto n = parseU64(s.substr(0, s.size() - 1));
-  if (!n || *n == 0) return std::nullopt;
+  int64_t ms = 0;
+  if (!parseDurationMs(s, ms) || ms <= 0) return std::nullopt;
   // The window becomes steady_clock ticks (int64 ns, ~292 years): a longer
   // one would overflow that conversion (undefined behaviour). Any window
   // longer than the kept history means the oldest baseline anyway.
   constexpr double kMaxSeconds = 1e9;  // ~31 years
-  const double secs = static_cast<double>(*n) * unit;
+  const double secs = static_cast<double>(ms) / 1000.0;
   if (secs > kMaxSeconds) return std::nullopt;
   return secs;
 }
@@ -104,7 +97,7 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
   auto secs = parseDuration(w);
   if (!secs) {
     return http::replyError(resp, 400,
-                            "window must be a duration like 30s, 5m or 1h, got \"" + w + "\"");
+                            "window must be a duration like 30s, 5m or 1h30m, got \"" + w + "\"");
   }
   auto base = a.tracer->reportHistory().baseline(
       now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -42,7 +42,8 @@ struct ApiParts {
 
 void registerRoutes(http::Routes& routes, ApiParts parts);
 
-/// "30s", "5m", "1h" in seconds; nullopt if malformed, 0 or above 1e9 s.
+/// A Prometheus duration ("30s", "5m", "1h30m") in seconds; nullopt if
+/// malformed, 0 or above 1e9 s.
 std::optional<double> parseDuration(std::string_view s);
 
 using http::queryParam;

@@ -1,4 +1,5 @@
 #include "web/api/v1/history.h"
+#include "common/clock.h"
 
 #include <cerrno>
 #include <charconv>
@@ -34,11 +35,6 @@ constexpr const char* kEndpoints[] = {"query",     "query_range",    "series",
                                       "buildinfo", "query_exemplars"};
 constexpr size_t kNumEndpoints = std::size(kEndpoints);
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Every value of `name` in the query string and, for a form POST, the body.
 std::vector<std::string> params(const http::Request& req, std::string_view name) {
@@ -228,7 +224,7 @@ bool parseApiDuration(std::string_view s, int64_t& ms) {
     ms = static_cast<int64_t>(std::llround(d * 1000.0));
     return true;
   }
-  return promql::parseDurationMs(s, ms);
+  return parseDurationMs(s, ms);
 }
 
 struct QueryApi::Impl {
@@ -333,7 +329,7 @@ struct QueryApi::Impl {
     ApiError err;
     const std::string qs = param(req, "query");
     int64_t t, to;
-    const int64_t started = nowMs();
+    const int64_t started = clock::wallMs();
     if (!time(req, "time", started, t, err) || !timeout(req, to, err)) return err;
     if (qs.empty())
       return badData(

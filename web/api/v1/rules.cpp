@@ -1,4 +1,5 @@
 #include "web/api/v1/rules.h"
+#include "common/clock.h"
 
 #include <chrono>
 
@@ -7,11 +8,6 @@
 namespace memcg::rules {
 namespace {
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// Bounds the dedup table: Alertmanager re-sends the same fingerprints.
 constexpr size_t kMaxFingerprints = 10000;
@@ -33,7 +29,7 @@ http::Response RulesApi::handleWebhook(const std::string& body, const std::strin
   if (!j.contains("alerts") || !j["alerts"].is_array())
     return http::jsonError(400, "missing array field alerts");
   nlohmann::json results = nlohmann::json::array();
-  const int64_t now = nowMs();
+  const int64_t now = clock::wallMs();
   for (const auto& a : j["alerts"]) {
     if (!a.is_object() || !a.contains("labels") || !a["labels"].is_object()) {
       results.push_back({{"result", "bad alert"}});

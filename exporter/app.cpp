@@ -9,10 +9,7 @@
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "controller/controller_collector.h"
-#include "web/api/v1/exporter.h"
 #include "common/version.h"
-#include "web/ui.h"
-#include "metrics/text_format.h"
 
 namespace memcg {
 namespace {
@@ -96,25 +93,8 @@ App::App(const Options& opts) : opts_(opts) {
 
   buildHistory();
   buildRules();
-  buildRoutes();
-  HttpServerOptions web;
-  web.listenAddress = opts_.listenAddress;
-  web.threads = opts_.webThreads;
-  web.gzipLevel = opts_.gzipLevel;
-  web.readTimeoutMs = static_cast<int>(opts_.webReadTimeoutMs);
-  web.handshakeTimeoutMs = web.readTimeoutMs;
-  web.maxConnections = opts_.webMaxConnections;
-  if (!opts_.webConfigFile.empty()) {
-    webAuth_ = std::make_unique<WebAuth>(opts_.webConfigFile);
-    web.authorize = [auth = webAuth_.get()](const http::Request& r) { return auth->allowed(r); };
-    if (webAuth_->tlsContext())
-      web.tlsContext = [auth = webAuth_.get()] { return auth->tlsContext(); };
-  }
-  server_ = std::make_unique<HttpServer>(web, routes_);
-  log::info("listening", "address=" + opts_.listenAddress +
-                             std::string(" tls=") + (web.tlsContext ? "true" : "false") +
-                             " port=" + std::to_string(server_->port()) +
-                             " telemetry_path=" + opts_.telemetryPath);
+  buildFront();
+  front_->serve();
   dropPrivileges();
 }
 
@@ -148,8 +128,8 @@ void App::dropPrivileges() {
 }
 
 App::~App() {
-  // The server first: no request may reach a part being torn down.
-  server_.reset();
+  // The HTTP front first: no request may reach a part being torn down.
+  front_.reset();
   if (rules_) rules_->stop();
   if (notifier_) notifier_->stop();
   if (history_) history_->stop();
@@ -176,10 +156,6 @@ void App::buildController() {
               "restored=" + std::to_string(r.restored) + " conflicts=" +
                   std::to_string(r.conflicts) + " failed=" + std::to_string(r.failed));
   }
-  controllerApi_ = std::make_unique<controller::ControllerApi>(
-      controller_.get(), c.tokenFile.empty()
-                             ? std::string()
-                             : controller::ControllerApi::readTokenFile(c.tokenFile));
 }
 
 void App::buildHistory() {
@@ -193,26 +169,10 @@ void App::buildHistory() {
       });
   if (!h.ok()) throw std::invalid_argument(h.error().message());
   history_ = std::move(*h);
-  // The live view's series (its PromQL runs over the history).
-  for (auto sel : web::kLiveViewSeries) {
-    if (auto id = history_->select(sel); !id.ok())
-      throw std::logic_error("live view selector: " + id.error().message());
-  }
-  history::ApiOptions ao;
-  ao.timeoutMs = opts_.history.queryTimeoutMs;
-  ao.maxSamples = opts_.history.queryMaxSamples;
-  ao.version = kVersion;
-  ao.revision = kRevision;
-  ao.describe = [this] { return metrics_.describe(); };
-  queryApi_ = std::make_unique<history::QueryApi>(*history_, std::move(ao));
   history::History* hp = history_.get();
   metrics_.add("history", std::make_unique<metrics::FunctionCollectable>(
                               [hp](metrics::Sink& s) { hp->collectMetrics(s); },
                               [] { return history::History::describeMetrics(); }));
-  history::QueryApi* qp = queryApi_.get();
-  metrics_.add("query_api", std::make_unique<metrics::FunctionCollectable>(
-                                [qp](metrics::Sink& s) { qp->collectMetrics(s); },
-                                [] { return history::QueryApi::describeMetrics(); }));
   history_->start();
   std::string sel;
   for (const auto& m : opts_.history.match) sel += (sel.empty() ? "" : " ") + m;
@@ -340,7 +300,6 @@ void App::buildRules() {
                                 return v;
                               }));
   }
-  rulesApi_ = std::make_unique<rules::RulesApi>(*rules_, *ruleActions_, *controllerApi_);
   rules_->start();
   if (!opts_.rules.files.empty())
     log::info("rules loaded", "groups=" + std::to_string(rules_->groupCount()));
@@ -348,34 +307,31 @@ void App::buildRules() {
 
 bool App::reloadRules() { return rules_->reload().ok(); }
 
-void App::buildRoutes() {
-  Scraper& scraper = *scraper_;
-  routes_.add(
-      {"GET", opts_.telemetryPath, [this](const http::Request&, http::Response& r) {
-         r.body.clear();
-         metrics::Sink sink;
-         auto keep = metrics_.collect(sink);
-         metrics::writeText(sink.families(), r.body);
-         r.contentType = "text/plain; version=0.0.4; charset=utf-8";
-         r.compressible = true;
-       }});
-  routes_.add({"GET", "/-/healthy", [](const http::Request&, http::Response& r) {
-                 r = http::Response{200, "Healthy\n", "text/plain; charset=utf-8"};
-               }});
-  routes_.add({"GET", "/-/ready", [&scraper](const http::Request&, http::Response& r) {
-                 r = scraper.ready()
-                         ? http::Response{200, "Ready\n", "text/plain; charset=utf-8"}
-                         : http::Response{503, "Not ready\n",
-                                          "text/plain; charset=utf-8"};
-               }});
-  api::ApiParts parts{scraper, tracing_.tracer.get(), taskstats_.get()};
-  parts.registry = &metrics_;
-  api::registerRoutes(routes_, std::move(parts));
-  controllerApi_->registerRoutes(routes_);
-  if (queryApi_) queryApi_->registerRoutes(routes_);
-  rulesApi_->registerRoutes(routes_);
-  web::registerRoutes(routes_,
-                      web::renderIndex(opts_.telemetryPath, opts_.enabledCollectors()));
+void App::buildFront() {
+  web::FrontOptions fo;
+  fo.listenAddress = opts_.listenAddress;
+  fo.threads = opts_.webThreads;
+  fo.gzipLevel = opts_.gzipLevel;
+  fo.readTimeoutMs = static_cast<int>(opts_.webReadTimeoutMs);
+  fo.maxConnections = opts_.webMaxConnections;
+  fo.webConfigFile = opts_.webConfigFile;
+  fo.telemetryPath = opts_.telemetryPath;
+  fo.enabledCollectors = opts_.enabledCollectors();
+  fo.controllerTokenFile = opts_.controller.tokenFile;
+  fo.queryTimeoutMs = opts_.history.queryTimeoutMs;
+  fo.queryMaxSamples = opts_.history.queryMaxSamples;
+  web::FrontParts parts{*scraper_, metrics_};
+  parts.tracer = tracing_.tracer.get();
+  parts.taskstats = taskstats_.get();
+  parts.controller = controller_.get();
+  parts.history = history_.get();
+  parts.rules = rules_.get();
+  parts.actions = ruleActions_.get();
+  front_ = std::make_unique<web::Front>(std::move(fo), parts);
 }
+
+const http::Routes& App::routes() const { return front_->routes(); }
+
+int App::port() const { return front_->port(); }
 
 }  // namespace memcg

@@ -13,9 +13,8 @@
 //   scraper     the collectors (and the controller's metrics)
 //   history     (with --history.enable, the default) the sampler, reading
 //               through the scraper with a filter, and the query API over it
-//   routes      each part registers its rows (metrics, health, the JSON
-//               APIs, the landing page)
-//   http        the server, transport only
+//   front       web/: every handler, the route table, the server (transport
+//               only), handed the parts above
 // Destruction runs in reverse: the server stops before anything it serves.
 #pragma once
 
@@ -27,20 +26,17 @@
 #include "cgroupfs/walk_scheduler.h"
 #include "collectors/taskstats.h"
 #include "collectors/vmscan.h"
-#include "web/api/v1/controller.h"
 #include "controller/controller.h"
 #include "exporter/flags.h"
-#include "web/http_server.h"
-#include "web/routes.h"
 #include "collectors/scraper.h"
 #include "exporter/privileges.h"
 #include "metrics/registry.h"
-#include "web/web_config.h"
-#include "web/api/v1/history.h"
 #include "history/history.h"
 #include "rules/actions.h"
-#include "web/api/v1/rules.h"
+#include "promql/storage.h"
 #include "rules/manager.h"
+#include "rules/notifier.h"
+#include "web/front.h"
 
 namespace memcg {
 
@@ -59,7 +55,8 @@ class App {
   Scraper& scraper() { return *scraper_; }
   /// What /metrics, the history's sampler and /api/v1/metrics read.
   const metrics::Registry& metrics() const { return metrics_; }
-  const http::Routes& routes() const { return routes_; }
+  /// The route table (tests dispatch requests through it without HTTP).
+  const http::Routes& routes() const;
   /// Null while tracing is down or the vmscan collector is off.
   tracing::Tracer* tracer() { return tracing_.tracer.get(); }
   /// Null unless the taskstats collector is on.
@@ -75,13 +72,13 @@ class App {
   rules::Notifier* notifier() { return notifier_.get(); }
   /// Reloads --rules.file (SIGHUP); false when a file is bad (old rules kept).
   bool reloadRules();
-  int port() const { return server_->port(); }
+  int port() const;
 
  private:
   void buildController();
   void buildHistory();
   void buildRules();
-  void buildRoutes();
+  void buildFront();
   void dropPrivileges();
 
   Options opts_;
@@ -94,10 +91,8 @@ class App {
   TracingService tracing_;
   std::unique_ptr<TaskstatsService> taskstats_;
   std::unique_ptr<controller::Controller> controller_;
-  std::unique_ptr<controller::ControllerApi> controllerApi_;
   std::unique_ptr<Scraper> scraper_;
   std::unique_ptr<history::History> history_;
-  std::unique_ptr<history::QueryApi> queryApi_;
   // The rule engine: reads the history (or, with --no-history.enable, a
   // storage of its own outputs only), acts through the controller.
   class RuleTarget;
@@ -108,10 +103,8 @@ class App {
   std::mutex ruleSelectionsMu_;
   std::unique_ptr<rules::Notifier> notifier_;  ///< --rules.alertmanager-url; before rules_
   std::unique_ptr<rules::Manager> rules_;
-  std::unique_ptr<rules::RulesApi> rulesApi_;
-  http::Routes routes_;
-  std::unique_ptr<WebAuth> webAuth_;  ///< --web.config.file; before the server
-  std::unique_ptr<HttpServer> server_;
+  /// Every handler, the route table and the server; built last, torn down first.
+  std::unique_ptr<web::Front> front_;
   std::atomic<bool> capabilitiesDropped_{false};  ///< read by the privileges collector
 };
 

@@ -10,6 +10,7 @@
 
 #include "tests/support/loopback_http.h"
 #include "tests/support/temp_tree.h"
+#include "web/routes.h"
 
 namespace memcg {
 namespace {

@@ -112,7 +112,6 @@ Controller::Controller(ControllerOptions opts, WalkScheduler& walks, ActuatorOpt
   actuator_ = std::make_unique<Actuator>(std::move(seams), journal_.get());
   if (journal_) {
     recovery_ = replay(*journal_, *actuator_, *audit_);
-    journalRestores_ = recovery_.restored;
     if (recovery_.pending > 0) {
       log::info("controller: journal replayed",
                 "pending=" + std::to_string(recovery_.pending) +
@@ -122,15 +121,16 @@ Controller::Controller(ControllerOptions opts, WalkScheduler& walks, ActuatorOpt
     }
   }
   if (!v2_) {
-    wakeSources_ = {kSrcThreshold, kSrcPoll};
+    stats_ = std::make_unique<ControllerStats>(std::vector<const char*>{kSrcThreshold, kSrcPoll});
   } else {
-    wakeSources_ = {kSrcEvents, kSrcPsi, kSrcPoll};
+    stats_ = std::make_unique<ControllerStats>(
+        std::vector<const char*>{kSrcEvents, kSrcPsi, kSrcPoll});
     if (opts_.v2WakePsi) {
       auto t = parsePsiTrigger(opts_.psiTrigger);
       if (!t) throw std::invalid_argument("--controller.psi-trigger: " + t.error().message());
     }
   }
-  for (const char* src : wakeSources_) latency_[src] = LatencyHistogram{};
+  stats_->setJournalRestores(recovery_.restored);
 }
 
 Controller::~Controller() { stop(); }
@@ -294,6 +294,5 @@ bool Controller::isProtected(const std::string& cgroup) const {
   return prots_.count(cgroup) != 0;
 }
 
-void Controller::updateCpu(std::atomic<double>& slot) { slot.store(threadCpuSeconds()); }
 
 }  // namespace memcg::controller

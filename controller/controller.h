@@ -154,7 +154,6 @@ class Controller {
   void record(const Prot& p, const ReclaimResult& r, bool first);
   void wakeWaiter();
   std::shared_ptr<const cgroupfs::CgroupDir> resolve(const std::string& cgroup);
-  void updateCpu(std::atomic<double>& slot);
 
   ControllerOptions opts_;
   WalkScheduler& walks_;
@@ -171,12 +170,6 @@ class Controller {
   std::map<std::string, std::shared_ptr<Prot>> prots_;
   std::map<uint64_t, std::shared_ptr<Prot>> byId_;
   uint64_t nextId_ = 1;
-  std::map<std::string, ActionCounters> counters_;
-  std::vector<const char*> wakeSources_;             // the trigger label values of this mode
-  std::map<std::string, LatencyHistogram> latency_;  // by wake source
-  uint64_t dryRunActions_ = 0;
-  uint64_t journalRestores_ = 0;
-  std::map<std::string, uint64_t> throttled_;  // reason
   std::deque<std::shared_ptr<Prot>> queue_;
   std::condition_variable cv_;
 
@@ -185,8 +178,8 @@ class Controller {
   TokenBucket tokens_;
   CpuBudget cpu_;
 
-  std::atomic<double> waiterCpu_{0};
-  std::atomic<double> workerCpu_{0};
+  /// The counters: a part of their own (state.h), with their own lock.
+  std::unique_ptr<ControllerStats> stats_;
   std::atomic<bool> stop_{false};
   bool started_ = false;
   Fd epoll_;

@@ -101,15 +101,82 @@ nlohmann::json Controller::state() const {
       {"journal",
        {{"path", journal_ ? journal_->path() : ""},
         {"pending", journal_ ? journal_->pending().size() : 0},
-        {"restores", journalRestores_}}},
-      {"cpu_seconds", waiterCpu_.load() + workerCpu_.load()},
-      {"dry_run_actions", dryRunActions_},
+        {"restores", stats_->journalRestores()}}},
+      {"cpu_seconds", stats_->cpuSeconds()},
+      {"dry_run_actions", stats_->dryRunActions()},
   };
   if (v2_) {
     s["v2_swappiness_supported"] = actuator_->v2SwappinessSupported();
     s["psi_trigger"] = opts_.v2WakePsi ? nlohmann::json(opts_.psiTrigger) : nlohmann::json(nullptr);
   }
   return s;
+}
+
+ControllerStats::ControllerStats(std::vector<const char*> wakeSources)
+    : wakeSources_(std::move(wakeSources)) {
+  for (const char* src : wakeSources_) latency_[src] = LatencyHistogram{};
+}
+
+void ControllerStats::recordAction(const std::string& cgroup, const std::string& actuator,
+                                   const std::string& result, uint64_t reclaimed) {
+  std::lock_guard<std::mutex> g(mu_);
+  ActionCounters& c = counters_[cgroup];
+  c.actions[{actuator, result}]++;
+  c.reclaimed[actuator] += reclaimed;
+}
+
+void ControllerStats::observeLatency(const std::string& src, double seconds) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = latency_.find(src);
+  if (it != latency_.end()) it->second.observe(seconds);
+}
+
+void ControllerStats::countThrottle(const std::string& reason) {
+  std::lock_guard<std::mutex> g(mu_);
+  throttled_[reason]++;
+}
+
+void ControllerStats::countDryRun() {
+  std::lock_guard<std::mutex> g(mu_);
+  dryRunActions_++;
+}
+
+void ControllerStats::setJournalRestores(uint64_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  journalRestores_ = n;
+}
+
+uint64_t ControllerStats::dryRunActions() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return dryRunActions_;
+}
+
+uint64_t ControllerStats::journalRestores() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return journalRestores_;
+}
+
+void ControllerStats::collect(metrics::Sink& sink, const ControllerDescs& d) const {
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& [label, c] : counters_) {
+    std::string_view l = sink.keep(label);
+    for (const auto& [act, bytes] : c.reclaimed) {
+      sink.add(d.reclaimed, {l, sink.keep(act)}, static_cast<double>(bytes));
+    }
+    for (const auto& [k, n] : c.actions) {
+      sink.add(d.actions, {l, sink.keep(k.first), sink.keep(k.second)}, static_cast<double>(n));
+    }
+  }
+  for (const char* src : wakeSources_) {
+    latency_.at(src).addTo(sink, d.latency, {src});
+  }
+  sink.add(d.cpu, {}, cpuSeconds());
+  sink.add(d.dryRun, {}, static_cast<double>(dryRunActions_));
+  sink.add(d.restores, {}, static_cast<double>(journalRestores_));
+  for (const char* reason : {"cpu", "rate"}) {
+    auto it = throttled_.find(reason);
+    sink.add(d.throttled, {reason}, it == throttled_.end() ? 0.0 : static_cast<double>(it->second));
+  }
 }
 
 void Controller::collect(metrics::Sink& sink) const {
@@ -124,25 +191,8 @@ void Controller::collect(metrics::Sink& sink) const {
     sink.add(descs_.margin, {l, "target"}, static_cast<double>(p->p.targetBytes(limit)));
     sink.add(descs_.margin, {l, "start_effective"}, static_cast<double>(inForce.start));
   }
-  for (const auto& [label, c] : counters_) {
-    std::string_view l = sink.keep(label);
-    for (const auto& [act, bytes] : c.reclaimed) {
-      sink.add(descs_.reclaimed, {l, sink.keep(act)}, static_cast<double>(bytes));
-    }
-    for (const auto& [k, n] : c.actions) {
-      sink.add(descs_.actions, {l, sink.keep(k.first), sink.keep(k.second)}, static_cast<double>(n));
-    }
   }
-  for (const char* src : wakeSources_) {
-    latency_.at(src).addTo(sink, descs_.latency, {src});
-  }
-  sink.add(descs_.cpu, {}, waiterCpu_.load() + workerCpu_.load());
-  sink.add(descs_.dryRun, {}, static_cast<double>(dryRunActions_));
-  sink.add(descs_.restores, {}, static_cast<double>(journalRestores_));
-  for (const char* reason : {"cpu", "rate"}) {
-    auto it = throttled_.find(reason);
-    sink.add(descs_.throttled, {reason}, it == throttled_.end() ? 0.0 : static_cast<double>(it->second));
-  }
+  stats_->collect(sink, descs_);
   sink.add(descs_.dryRunMode, {}, opts_.dryRun ? 1.0 : 0.0);
 }
 

@@ -281,7 +281,7 @@ void Controller::waiterLoop() {
       check(p, now, p->waiter.firedBy, buf, retrySoon);
       p->waiter.firedBy = nullptr;
     }
-    updateCpu(waiterCpu_);
+    stats_->setWaiterCpu(threadCpuSeconds());
   }
   // Unregister all thresholds on the way out.
   std::lock_guard<std::mutex> g(mu_);

@@ -50,20 +50,18 @@ void Controller::workerLoop() {
       p->locked.cooldownUntil = Clock::now() + std::chrono::milliseconds(cd);
     }
     if (removed) actuator_->releaseJournal(*p->dir);
-    updateCpu(workerCpu_);
+    stats_->setWorkerCpu(threadCpuSeconds());
   }
-  updateCpu(workerCpu_);
+  stats_->setWorkerCpu(threadCpuSeconds());
   if (attribution_) attribution_->unmarkReclaimer(tid);
 }
 
 void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {
   std::string act(actuatorName(r.actuator));
   std::string res(outcomeName(r.outcome));
+  stats_->recordAction(p.p.cgroup, act, res, r.reclaimed);
   {
     std::lock_guard<std::mutex> g(mu_);
-    ActionCounters& c = counters_[p.p.cgroup];
-    c.actions[{act, res}]++;
-    c.reclaimed[act] += r.reclaimed;
     auto& mp = const_cast<Prot&>(p);
     mp.locked.actions++;
     mp.locked.reclaimed += r.reclaimed;
@@ -73,8 +71,7 @@ void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {
     if (first && (r.outcome == Outcome::kOk || r.outcome == Outcome::kPartial)) {
       double s = std::chrono::duration<double>(r.reclaimedAt - p.locked.triggerAt).count();
       if (s < 0) s = 0;
-      auto it = latency_.find(p.locked.triggerSource);
-      if (it != latency_.end()) it->second.observe(s);
+      stats_->observeLatency(p.locked.triggerSource, s);
     }
   }
   nlohmann::json a = {{"cgroup", p.p.cgroup},
@@ -117,9 +114,9 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
     }
     if (need == 0) return;
     if (opts_.dryRun) {
+      stats_->countDryRun();
       {
         std::lock_guard<std::mutex> g(mu_);
-        dryRunActions_++;
         p->locked.lastOutcome = "dry_run";
         p->locked.lastActionMs = unixMs();
       }
@@ -138,8 +135,8 @@ void Controller::episode(const std::shared_ptr<Prot>& p) {
     tokens_.refill(now);
     const std::string throttle(throttleReason(cpu_.spent(now, budgetClock_.readCpu()), tokens_));
     if (!throttle.empty()) {
+      stats_->countThrottle(throttle);
       std::lock_guard<std::mutex> g(mu_);
-      throttled_[throttle]++;
       p->locked.lastOutcome = "throttled_" + throttle;
       return;
     }

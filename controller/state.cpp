@@ -191,7 +191,6 @@ void Controller::collect(metrics::Sink& sink) const {
     sink.add(descs_.margin, {l, "target"}, static_cast<double>(p->p.targetBytes(limit)));
     sink.add(descs_.margin, {l, "start_effective"}, static_cast<double>(inForce.start));
   }
-  }
   stats_->collect(sink, descs_);
   sink.add(descs_.dryRunMode, {}, opts_.dryRun ? 1.0 : 0.0);
 }

@@ -21,7 +21,7 @@ FlagList rulesFlags(RulesOptions& o) {
        "or %)",
        false,
        [&o](const std::string& v) {
-         controller::Protection p;
+         ProtectRequest p;
          if (auto s = parseMargin(v, true, p); !s.ok())
            throw std::invalid_argument("--rules.default-start-margin: " +
                                        s.error().detail);
@@ -33,7 +33,7 @@ FlagList rulesFlags(RulesOptions& o) {
        "or %)",
        false,
        [&o](const std::string& v) {
-         controller::Protection p;
+         ProtectRequest p;
          if (auto s = parseMargin(v, false, p); !s.ok())
            throw std::invalid_argument("--rules.default-target-margin: " +
                                        s.error().detail);

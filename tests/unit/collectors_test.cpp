@@ -14,8 +14,8 @@
 namespace memcg {
 namespace {
 
-using test::fixturePath;
 using test::FixtureScrape;
+using test::fixturePath;
 using test::normalize;
 
 std::string readAll(const std::string& p) {
@@ -53,15 +53,13 @@ TEST(GoldenUpdate, OnlyOneOrTrueRewrites) {
 TEST_P(Golden, ExpositionIsUnchanged) {
   FixtureScrape s(fixturePath("cgroupfs/" + GetParam()));
   std::string got = normalize(s.text());
-  std::string golden =
-      std::string(MEMCG_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".prom";
+  std::string golden = std::string(MEMCG_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".prom";
   if (updateGoldenRequested(std::getenv("MEMCG_UPDATE_GOLDEN"))) {
     std::ofstream(golden) << got;
     GTEST_SKIP() << "golden file rewritten: " << golden;
   }
-  EXPECT_EQ(got, readAll(golden))
-      << "exposition of " << GetParam()
-      << " changed; if intended, rerun with MEMCG_UPDATE_GOLDEN=1";
+  EXPECT_EQ(got, readAll(golden)) << "exposition of " << GetParam()
+                                  << " changed; if intended, rerun with MEMCG_UPDATE_GOLDEN=1";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Golden, ::testing::Values("v1", "v2", "hybrid"));
@@ -75,8 +73,7 @@ TEST(V1, LimitsUsageFailcntAndMax) {
   EXPECT_TRUE(has(t, "memcg_memory_usage_bytes{cgroup=\"/web/frontend\"} 66584576"));
   EXPECT_TRUE(has(t, "memcg_memory_failcnt_total{cgroup=\"/web\"} 881"));
   EXPECT_TRUE(has(t, "memcg_memory_events_oom_kill_total{cgroup=\"/web/frontend\"} 1"));
-  EXPECT_TRUE(
-      has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
   // Local v1 keys are not in the default set; hierarchical ones are.
   EXPECT_EQ(t.find("memcg_memory_stat_cache_bytes"), std::string::npos);
   // memsw usage, peak and limit are opt-in (--collector.memory_usage.memsw);
@@ -84,8 +81,7 @@ TEST(V1, LimitsUsageFailcntAndMax) {
   // it is simply not exported.
   EXPECT_EQ(t.find("memcg_memsw_usage_bytes{"), std::string::npos);
   EXPECT_TRUE(has(t, "memcg_memsw_failcnt_total{cgroup=\"/web\"} 0"));
-  EXPECT_EQ(t.find("memcg_memsw_failcnt_total{cgroup=\"/web/frontend\"}"),
-            std::string::npos);
+  EXPECT_EQ(t.find("memcg_memsw_failcnt_total{cgroup=\"/web/frontend\"}"), std::string::npos);
   EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"memory_stat\"} 1"));
   EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"v1\"} 1"));
 }
@@ -93,20 +89,12 @@ TEST(V1, LimitsUsageFailcntAndMax) {
 TEST(V1, ReclaimStatFromPatchedKernel) {
   FixtureScrape s(fixturePath("cgroupfs/v1"));
   std::string t = s.text();
-  EXPECT_TRUE(has(t,
-                  "memcg_reclaim_stat_scanned_pages_total{cgroup=\"/"
-                  "web\",context=\"limit\"} 388463"));
-  EXPECT_TRUE(has(
-      t,
-      "memcg_reclaim_stat_freed_pages_total{cgroup=\"/web\",context=\"limit\"} 162238"));
-  EXPECT_TRUE(has(t,
-                  "memcg_reclaim_stat_elapsed_seconds_total{cgroup=\"/"
-                  "web\",context=\"limit\"} 13.852159231"));
-  EXPECT_TRUE(
-      has(t, "memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/web\"} 0.44"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_scanned_pages_total{cgroup=\"/web\",context=\"limit\"} 388463"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_freed_pages_total{cgroup=\"/web\",context=\"limit\"} 162238"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_elapsed_seconds_total{cgroup=\"/web\",context=\"limit\"} 13.852159231"));
+  EXPECT_TRUE(has(t, "memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/web\"} 0.44"));
   // Absent on unpatched cgroups: nothing, and no failure.
-  EXPECT_EQ(t.find("memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/\"}"),
-            std::string::npos);
+  EXPECT_EQ(t.find("memcg_reclaim_stat_recent_scan_success_ratio{cgroup=\"/\"}"), std::string::npos);
   EXPECT_TRUE(has(t, "memcg_exporter_collector_success{collector=\"reclaim_stat\"} 1"));
 }
 
@@ -120,36 +108,26 @@ TEST(V2, FilesMaxEventsAndReclaimerSplit) {
   EXPECT_TRUE(has(t, "memcg_swap_limit_bytes{cgroup=\"/kubepods\"} +Inf"));
   EXPECT_TRUE(has(t, "memcg_memory_events_max_total{cgroup=\"/kubepods\"} 881"));
   EXPECT_TRUE(has(t, "memcg_memory_events_local_max_total{cgroup=\"/kubepods\"} 0"));
-  EXPECT_TRUE(
-      has(t, "memcg_memory_events_brand_new_event_total{cgroup=\"/kubepods/pod-a\"} 3"));
-  EXPECT_TRUE(has(
-      t,
-      "memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\",reclaimer=\"direct\"} 881"));
-  EXPECT_TRUE(has(
-      t,
-      "memcg_memory_stat_pgsteal_total{cgroup=\"/kubepods\",reclaimer=\"kswapd\"} 90"));
-  EXPECT_TRUE(
-      has(t, "memcg_pressure_memory_waiting_seconds_total{cgroup=\"/kubepods\"} 2.5"));
-  EXPECT_TRUE(
-      has(t, "memcg_pressure_memory_stalled_seconds_total{cgroup=\"/\"} 0.065432"));
+  EXPECT_TRUE(has(t, "memcg_memory_events_brand_new_event_total{cgroup=\"/kubepods/pod-a\"} 3"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\",reclaimer=\"direct\"} 881"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_pgsteal_total{cgroup=\"/kubepods\",reclaimer=\"kswapd\"} 90"));
+  EXPECT_TRUE(has(t, "memcg_pressure_memory_waiting_seconds_total{cgroup=\"/kubepods\"} 2.5"));
+  EXPECT_TRUE(has(t, "memcg_pressure_memory_stalled_seconds_total{cgroup=\"/\"} 0.065432"));
   EXPECT_TRUE(has(t, "memcg_node_pressure_memory_waiting_seconds_total 0.424242"));
   // The root has no memory.current; the pre-summed pgscan is never exported.
   EXPECT_EQ(t.find("memcg_memory_usage_bytes{cgroup=\"/\"}"), std::string::npos);
   EXPECT_EQ(t.find("memcg_memory_stat_pgscan_bytes"), std::string::npos);
-  EXPECT_EQ(t.find("memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\"}"),
-            std::string::npos);
+  EXPECT_EQ(t.find("memcg_memory_stat_pgscan_total{cgroup=\"/kubepods\"}"), std::string::npos);
   // Swap files missing in pod-a: not exported.
-  EXPECT_EQ(t.find("memcg_swap_usage_bytes{cgroup=\"/kubepods/pod-a\"}"),
-            std::string::npos);
+  EXPECT_EQ(t.find("memcg_swap_usage_bytes{cgroup=\"/kubepods/pod-a\"}"), std::string::npos);
 }
 
 TEST(Hybrid, PressureJoinedFromCgroup2) {
   FixtureScrape s(fixturePath("cgroupfs/hybrid"));
   std::string t = s.text();
   EXPECT_TRUE(has(t, "memcg_pressure_memory_waiting_seconds_total{cgroup=\"/web\"} 5"));
-  EXPECT_EQ(
-      t.find("memcg_pressure_memory_waiting_seconds_total{cgroup=\"/web/frontend\"}"),
-      std::string::npos);
+  EXPECT_EQ(t.find("memcg_pressure_memory_waiting_seconds_total{cgroup=\"/web/frontend\"}"),
+            std::string::npos);
   EXPECT_TRUE(has(t, "memcg_memory_failcnt_total{cgroup=\"/web\"} 881"));
   EXPECT_TRUE(has(t, "memcg_exporter_cgroup_mode_info{mode=\"hybrid\"} 1"));
 }
@@ -161,9 +139,9 @@ TEST(Hybrid, PressureJoinedFromCgroup2) {
 TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
   FixtureScrape byDefault(fixturePath("cgroupfs/v1"));
   std::string t = byDefault.text();
-  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes",
-                        "memcg_kmem_limit_bytes", "memcg_kmem_tcp_usage_bytes",
-                        "memcg_kmem_tcp_peak_bytes", "memcg_kmem_tcp_limit_bytes"}) {
+  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes", "memcg_kmem_limit_bytes",
+                        "memcg_kmem_tcp_usage_bytes", "memcg_kmem_tcp_peak_bytes",
+                        "memcg_kmem_tcp_limit_bytes"}) {
     EXPECT_EQ(t.find(std::string("\n") + m + "{"), std::string::npos) << m;
   }
   for (const char* m : {"memcg_kmem_tcp_failcnt_total", "memcg_memsw_usage_bytes",
@@ -180,11 +158,10 @@ TEST(MemoryUsage, KmemIsOptInAndMemswFollowsSwapAccounting) {
   cfg.memoryEvents.kmemTcp = true;
   FixtureScrape withKmem(fixturePath("cgroupfs/v1"), cfg);
   t = withKmem.text();
-  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes",
-                        "memcg_kmem_limit_bytes", "memcg_kmem_tcp_usage_bytes",
-                        "memcg_kmem_tcp_peak_bytes", "memcg_kmem_tcp_limit_bytes"}) {
-    EXPECT_NE(t.find(std::string("\n") + m + "{cgroup=\"/web\"}"), std::string::npos)
-        << m;
+  for (const char* m : {"memcg_kmem_usage_bytes", "memcg_kmem_peak_bytes", "memcg_kmem_limit_bytes",
+                        "memcg_kmem_tcp_usage_bytes", "memcg_kmem_tcp_peak_bytes",
+                        "memcg_kmem_tcp_limit_bytes"}) {
+    EXPECT_NE(t.find(std::string("\n") + m + "{cgroup=\"/web\"}"), std::string::npos) << m;
   }
   EXPECT_TRUE(has(t, "memcg_kmem_tcp_failcnt_total{cgroup=\"/web\"} 0"));
   EXPECT_TRUE(has(t, "memcg_memsw_usage_bytes{cgroup=\"/web\"} 266338304"));
@@ -213,19 +190,14 @@ TEST(Fields, UnknownKeysByNamingRule) {
   FixtureScrape v2(fixturePath("cgroupfs/v2"), cfg);
   std::string t = v2.text();
   EXPECT_TRUE(has(t, "memcg_memory_stat_pgnewevent_total{cgroup=\"/kubepods/pod-a\"} 5"));
-  EXPECT_TRUE(
-      has(t, "memcg_memory_stat_new_size_thing_bytes{cgroup=\"/kubepods/pod-a\"} 8192"));
-  EXPECT_NE(t.find("# TYPE memcg_memory_stat_pgnewevent_total counter"),
-            std::string::npos);
+  EXPECT_TRUE(has(t, "memcg_memory_stat_new_size_thing_bytes{cgroup=\"/kubepods/pod-a\"} 8192"));
+  EXPECT_NE(t.find("# TYPE memcg_memory_stat_pgnewevent_total counter"), std::string::npos);
   FixtureScrape v1(fixturePath("cgroupfs/v1"), cfg);
   t = v1.text();
-  EXPECT_TRUE(has(
-      t, "memcg_memory_stat_hierarchical_pgnewevent_total{cgroup=\"/web/frontend\"} 17"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_pgnewevent_total{cgroup=\"/web/frontend\"} 17"));
   EXPECT_TRUE(has(t, "memcg_memory_stat_newthing_bytes{cgroup=\"/web/frontend\"} 4096"));
-  EXPECT_TRUE(
-      has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/\"} +Inf"));
-  EXPECT_TRUE(has(
-      t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/web\"} 268435456"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/\"} +Inf"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_memory_limit_bytes{cgroup=\"/web\"} 268435456"));
 }
 
 // A key no metric name can carry (found by fuzzing: one such name makes the
@@ -259,8 +231,7 @@ TEST(Fields, RegexWidensAndNarrows) {
   FixtureScrape s(fixturePath("cgroupfs/v1"), cfg);
   std::string t = s.text();
   EXPECT_TRUE(has(t, "memcg_memory_stat_cache_bytes{cgroup=\"/web\"} 262144000"));
-  EXPECT_TRUE(
-      has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
+  EXPECT_TRUE(has(t, "memcg_memory_stat_hierarchical_cache_bytes{cgroup=\"/web\"} 262144000"));
   EXPECT_EQ(t.find("memcg_memory_stat_hierarchical_rss_bytes"), std::string::npos);
   EXPECT_EQ(t.find("pgnewevent"), std::string::npos);
 }

@@ -73,10 +73,11 @@ stage_main() {
 stage_asan() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMCG_SANITIZE=ON \
     -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
-  # Only what the stage runs: the unit and live test binaries (and memcgtool,
-  # which unit tests of the rules and PromQL scripts run); not the exporter's
-  # e2e tools or benches.
-  cmake --build build-asan -j "$jobs" --target memcg_tests_unit memcg_tests_live memcgtool
+  # Only what the stage runs: the unit and live test binaries and the tools
+  # their script tests name (memcgtool), not the exporter's e2e helpers.
+  mapfile -t asan_targets < <(scripts/ctest_targets.py build-asan 'unit|live')
+  echo "asan: building ${asan_targets[*]}"
+  cmake --build build-asan -j "$jobs" --target "${asan_targets[@]}"
   # detect_leaks: a leak fails the test too.
   # Left out here, run by the main stage: the lock-contention storm asserts that
   # the reader loses no event of ~10^6/s, which an instrumented reader cannot

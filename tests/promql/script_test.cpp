@@ -199,6 +199,7 @@ int runMain(const std::string& script, std::vector<std::string> args, std::strin
 constexpr const char* kPassing = R"(
 load 1m
   m 1
+
 eval instant at 0m m
   m 1
 )";

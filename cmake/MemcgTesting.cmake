@@ -50,6 +50,12 @@ function(memcg_gtest target)
   endif()
   math(EXPR T_TIMEOUT "${T_TIMEOUT} * ${MEMCG_TEST_TIMEOUT_SCALE}")
   add_executable(${target} ${T_SOURCES})
+  # memcg_tests_unit / memcg_tests_live: every test binary of a kind, so that
+  # an instrumented build compiles only what its stage runs (scripts/test.sh).
+  if(NOT TARGET memcg_tests_${T_KIND})
+    add_custom_target(memcg_tests_${T_KIND})
+  endif()
+  add_dependencies(memcg_tests_${T_KIND} ${target})
   if(T_NO_MAIN)
     target_link_libraries(${target} PRIVATE ${T_LIBS} GTest::gtest)
   else()

@@ -2,21 +2,17 @@
 # Builds the libFuzzer targets (tests/fuzz; clang, ASan + UBSan) into
 # build-fuzz/ and runs each for N seconds (default 60), one after the other.
 #   scripts/fuzz.sh [seconds] [target...]     targets: the fuzz_* names without "fuzz_"
+#   scripts/fuzz.sh --list                    the targets this script knows (no build)
+# Without targets, every fuzz_* executable the build made runs; one this
+# script has no seed entry for fails the run (add it to `seeds` below), so a
+# target CMake builds is never left out (lint.fuzz_targets_listed compares the
+# two lists without a build).
 # Inputs that found new coverage are kept in build-fuzz/corpus/<target>/ (the
 # next run starts from them and the committed seeds); a crash, hang or
 # sanitizer report is written to build-fuzz/crashes/<target>/ and makes the
 # exit status 1. Reproduce one: build-fuzz/tests/fuzz/fuzz_<target> <file>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-60}
-shift || true
-scripts/deps.sh fuzz
-launcher=()
-command -v ccache >/dev/null &&
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" >/dev/null
 
 # target -> seed directories (committed fixtures where they fit)
 declare -A seeds=(
@@ -31,14 +27,32 @@ declare -A seeds=(
   [http_api]="tests/fuzz/seeds/http_api"
   [taskstats]="tests/fixtures/taskstats"
   [promql_parser]="tests/fuzz/seeds/promql_parser"
+  [history_chunk]="tests/fuzz/seeds/history_chunk"
 )
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${!seeds[@]}" | sort
+  exit 0
+fi
+secs=${1:-60}
+shift || true
+scripts/deps.sh fuzz
+launcher=()
+command -v ccache >/dev/null &&
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+cmake --build build-fuzz -j "$(nproc)" >/dev/null
+
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(cgroupfs_readers collectors_scrape trace_records kallsyms
-                                     proc_cgroup controller_api controller_journal flags http_api
-                                     taskstats promql_parser)
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -f "$f" ] && [ -x "$f" ] && targets+=("${f##*/fuzz_}")
+  done
+  [ ${#targets[@]} -gt 0 ] || { echo "fuzz.sh: the build made no fuzz_* target" >&2; exit 1; }
+fi
 failed=()
 for t in "${targets[@]}"; do
-  [ -n "${seeds[$t]+x}" ] || { echo "fuzz.sh: unknown target $t" >&2; exit 2; }
+  [ -n "${seeds[$t]+x}" ] || { echo "fuzz.sh: target $t has no entry in fuzz.sh's seeds list" >&2; exit 2; }
   corpus=build-fuzz/corpus/$t crashes=build-fuzz/crashes/$t/ scratch=build-fuzz/tmp/$t
   mkdir -p "$corpus" "$crashes" "$scratch"
   log=build-fuzz/fuzz_$t.log

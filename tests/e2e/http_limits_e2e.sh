@@ -10,7 +10,9 @@
 #   - beyond --web.max-connections: 503 and closed, and scrapes still answer;
 #   - keep-alive: two requests on one connection.
 set -uo pipefail
-bin=${1:?usage: http_limits_e2e.sh path/to/memcg_exporter}
+bin=${1:?usage: http_limits_e2e.sh path/to/memcg_exporter path/to/memcg_test_bcrypt}
+# The bcrypt hashes for basic auth come from our own tool (tests/support/bcrypt_hash.cpp).
+hashtool=${2:?usage: http_limits_e2e.sh path/to/memcg_exporter path/to/memcg_test_bcrypt}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 command -v curl >/dev/null && command -v python3 >/dev/null || { echo "SKIP: needs curl and python3"; exit 77; }
@@ -130,32 +132,29 @@ check "after the held ones close, a scrape answers 200" grep -q "| HTTP/1.1 200 
 # --web.config.file: basic auth with a bcrypt hash made here, a bad file
 # refused at start (exit 2, one line), a change picked up while running.
 tmp=$(mktemp -d /tmp/memcg_exporter_test_http_limits.XXXXXX)
-hash() { python3 -W ignore -c "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))" "$1"; }
-if h1=$(hash right1) && h2=$(hash right2) && [[ $h1 == \$2* ]]; then
-  printf 'basic_auth_users:\n  alice: %s\n' "$h1" >"$tmp/web.yml"
-  printf 'tls_server_config:\n  cert_file: x\n' >"$tmp/tls.yml"
-  printf 'basic_auth_users:\n  alice: plain\n' >"$tmp/plain.yml"
-  for f in tls plain; do
-    "$bin" "${fixargs[@]}" --web.listen-address=127.0.0.1:0 --web.config.file="$tmp/$f.yml" \
-      >"$tmp/out" 2>&1 </dev/null; rc=$?
-    check "--web.config.file=$f.yml refused: exit 2 ($rc), one line: $(head -1 "$tmp/out")" \
-      bash -c "[ $rc = 2 ] && [ \$(grep -c . '$tmp/out') = 1 ]"
-  done
-  port3=$(free_port)
-  "$bin" "${fixargs[@]}" --web.listen-address=127.0.0.1:$port3 --web.config.file="$tmp/web.yml" &
-  pids+=($!)
-  poll_until 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port3/-/healthy)\" = 401 ]"
-  check "basic auth: no credentials 401" test "$(code "http://127.0.0.1:$port3/metrics")" = 401
-  check "basic auth: wrong password 401" test "$(code -u alice:wrong "http://127.0.0.1:$port3/metrics")" = 401
-  check "basic auth: right password 200" test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 200
-  printf 'basic_auth_users:\n  alice: %s\n' "$h2" >"$tmp/web.yml.new" && mv "$tmp/web.yml.new" "$tmp/web.yml"
-  check "basic auth: the changed file is picked up (new password 200)" \
-    poll_until 60 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -u alice:right2 http://127.0.0.1:$port3/metrics)\" = 200 ]"
-  check "basic auth: the old password is refused after the change" \
-    test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 401
-else
-  echo "SKIP web config part: python3 has no crypt module to make a bcrypt hash"
-fi
+h1=$("$hashtool" right1) && h2=$("$hashtool" right2) && [[ $h1 == \$2* && $h2 == \$2* ]] ||
+  { echo "FAIL $hashtool made no bcrypt hashes: $h1 $h2"; exit 1; }
+printf 'basic_auth_users:\n  alice: %s\n' "$h1" >"$tmp/web.yml"
+printf 'tls_server_config:\n  cert_file: x\n' >"$tmp/tls.yml"
+printf 'basic_auth_users:\n  alice: plain\n' >"$tmp/plain.yml"
+for f in tls plain; do
+  "$bin" "${fixargs[@]}" --web.listen-address=127.0.0.1:0 --web.config.file="$tmp/$f.yml" \
+    >"$tmp/out" 2>&1 </dev/null; rc=$?
+  check "--web.config.file=$f.yml refused: exit 2 ($rc), one line: $(head -1 "$tmp/out")" \
+    bash -c "[ $rc = 2 ] && [ \$(grep -c . '$tmp/out') = 1 ]"
+done
+port3=$(free_port)
+"$bin" "${fixargs[@]}" --web.listen-address=127.0.0.1:$port3 --web.config.file="$tmp/web.yml" &
+pids+=($!)
+poll_until 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port3/-/healthy)\" = 401 ]"
+check "basic auth: no credentials 401" test "$(code "http://127.0.0.1:$port3/metrics")" = 401
+check "basic auth: wrong password 401" test "$(code -u alice:wrong "http://127.0.0.1:$port3/metrics")" = 401
+check "basic auth: right password 200" test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 200
+printf 'basic_auth_users:\n  alice: %s\n' "$h2" >"$tmp/web.yml.new" && mv "$tmp/web.yml.new" "$tmp/web.yml"
+check "basic auth: the changed file is picked up (new password 200)" \
+  poll_until 60 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -u alice:right2 http://127.0.0.1:$port3/metrics)\" = 200 ]"
+check "basic auth: the old password is refused after the change" \
+  test "$(code -u alice:right1 "http://127.0.0.1:$port3/metrics")" = 401
 rm -rf "$tmp"
 
 summary http_limits

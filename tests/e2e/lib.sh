@@ -87,3 +87,18 @@ settled_scrape() {  # settled_scrape URL REGEX SECONDS: prints the matching line
 metric() {  # metric URL NAME{LABELS}: the sample's value (empty when absent)
   curl -fsS "$1" | awk -v m="$2" '$1==m {print $2+0}'
 }
+# scraped URL: prints the exposition at URL; fails (printing nothing) unless
+# the exporter answered 200 with an exposition. A check that a sample is
+# ABSENT must use it (or absent): `! curl ... | grep` and `[ -z "$(curl ...)" ]`
+# also pass when nobody answers.
+scraped() {
+  local out
+  out=$(curl -fsS "$1") || return 1
+  grep -q '^# TYPE ' <<<"$out" || { echo "scraped: $1 answered without an exposition" >&2; return 1; }
+  printf '%s\n' "$out"
+}
+absent() {  # absent URL ERE: the exporter answered with an exposition and no line matches
+  local out
+  out=$(scraped "$1") || { echo "absent: $1 did not answer with an exposition" >&2; return 1; }
+  ! grep -qE "$2" <<<"$out"
+}

@@ -245,7 +245,8 @@ payload() { echo "{\"version\":\"4\",\"status\":\"firing\",\"alerts\":[{\"status
 for c in "../etc" "/" "$outsider" "/memcg_exporter_test_rules_none_$$"; do
   r=$(curl -s -H "$auth" -d "$(payload "$c" "fp$c")" "$base/api/v1/alertmanager" | jq -r '.results[0].result')
   check "webhook refuses $c" test "$r" = refused
-  check "refusal of $c logged" grep -q "result=refused" "$tmp/exporter.log"
+  # This cgroup's own line (logfmt: cgroup="<c>" result=refused), not any refusal.
+  check "refusal of $c logged" grep -qF "cgroup=\"$c\" result=refused" "$tmp/exporter.log"
   check "$c not protected" not_protected "$c"
 done
 check "4 refusals counted" sh -c "curl -s $base/metrics | grep -q 'memcg_exporter_rule_actions_total{rule=\"E2eBad\",action=\"protect\",result=\"refused\"} 4'"

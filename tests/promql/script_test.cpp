@@ -1,7 +1,13 @@
 // memcgtool's test-script runner and query rendering.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "promql/storage.h"
 #include "tools/memcgtool/promql_test.h"
@@ -164,6 +170,52 @@ TEST(PromqlQuery, RendersLikePromtool) {
       R"({"status":"error","errorType":"bad_data","error":"parse error"})", text));
   EXPECT_EQ(text, "bad_data: parse error");
   EXPECT_FALSE(renderQueryResponse("not json", text));
+}
+
+}  // namespace
+}  // namespace memcg::tool
+
+// `memcgtool test promql`: an UNSUPPORTED eval checked nothing, so it fails
+// the run unless --allow-unsupported says it is expected.
+namespace memcg::tool {
+namespace {
+
+int runMain(const std::string& script, std::vector<std::string> args, std::string& out) {
+  char path[] = "/tmp/memcg_exporter_test_promql_XXXXXX";
+  int fd = ::mkstemp(path);
+  if (fd < 0) return -1;
+  ::close(fd);
+  std::ofstream(path) << script;
+  args.push_back(path);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream os;
+  int rc = testPromqlMain(static_cast<int>(argv.size()), argv.data(), os);
+  ::unlink(path);
+  out = os.str();
+  return rc;
+}
+
+constexpr const char* kPassing = R"(
+load 1m
+  m 1
+
+eval instant at 0m m
+  m 1
+)";
+
+TEST(PromqlTestMain, UnsupportedEvalFailsTheRun) {
+  std::string out;
+  EXPECT_EQ(runMain(kPassing, {}, out), 0) << out;
+  const std::string unsupported =
+      std::string(kPassing) + "\neval instant at 0m histogram_count(m)\n";
+  EXPECT_EQ(runMain(unsupported, {}, out), 1) << out;
+  EXPECT_NE(out.find("UNSUPPORTED"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 eval(s) UNSUPPORTED"), std::string::npos) << out;
+  EXPECT_EQ(runMain(unsupported, {"--allow-unsupported"}, out), 0) << out;
+  // A failed eval fails the run with or without the option.
+  const std::string failing = std::string(kPassing) + "\neval instant at 0m m\n  m 2\n";
+  EXPECT_EQ(runMain(failing, {"--allow-unsupported"}, out), 1) << out;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "tests/support/scrape_test_util.h"
@@ -33,11 +34,27 @@ bool has(const std::string& text, const std::string& line) {
 // diff.
 class Golden : public ::testing::TestWithParam<std::string> {};
 
+// Only "1" or "true" rewrites: MEMCG_UPDATE_GOLDEN=0 (or an empty value left
+// in a CI environment) must compare, never silently rewrite and skip.
+bool updateGoldenRequested(const char* v) {
+  return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "true");
+}
+
+TEST(GoldenUpdate, OnlyOneOrTrueRewrites) {
+  EXPECT_FALSE(updateGoldenRequested(nullptr));
+  EXPECT_FALSE(updateGoldenRequested(""));
+  EXPECT_FALSE(updateGoldenRequested("0"));
+  EXPECT_FALSE(updateGoldenRequested("false"));
+  EXPECT_FALSE(updateGoldenRequested("no"));
+  EXPECT_TRUE(updateGoldenRequested("1"));
+  EXPECT_TRUE(updateGoldenRequested("true"));
+}
+
 TEST_P(Golden, ExpositionIsUnchanged) {
   FixtureScrape s(fixturePath("cgroupfs/" + GetParam()));
   std::string got = normalize(s.text());
   std::string golden = std::string(MEMCG_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".prom";
-  if (std::getenv("MEMCG_UPDATE_GOLDEN")) {
+  if (updateGoldenRequested(std::getenv("MEMCG_UPDATE_GOLDEN"))) {
     std::ofstream(golden) << got;
     GTEST_SKIP() << "golden file rewritten: " << golden;
   }

@@ -12,7 +12,8 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: memcgtool test promql [--epsilon E] [--no-range-check] FILE...\n"
+  std::cerr << "usage: memcgtool test promql [--epsilon E] [--no-range-check]\n"
+               "                           [--allow-unsupported] FILE...\n"
                "       memcgtool test rules FILE...\n"
                "       memcgtool check rules FILE...\n"
                "       memcgtool query instant [--time T] URL EXPR\n"

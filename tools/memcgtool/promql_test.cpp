@@ -661,6 +661,9 @@ ScriptReport runScript(std::string_view text, const ScriptOptions& opts) {
 
 int testPromqlMain(int argc, char** argv, std::ostream& out) {
   ScriptOptions opts;
+  // An eval our engine cannot run checks nothing: it fails the run (like a
+  // failed one) unless the caller says it expects some.
+  bool allowUnsupported = false;
   std::vector<std::string> files;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -680,6 +683,8 @@ int testPromqlMain(int argc, char** argv, std::ostream& out) {
       opts.epsilon = e;
     } else if (a == "--no-range-check") {
       opts.checkRangeMode = false;
+    } else if (a == "--allow-unsupported") {
+      allowUnsupported = true;
     } else if (!a.empty() && a[0] == '-') {
       out << "memcgtool: unknown option " << a << "\n";
       return 2;
@@ -688,7 +693,8 @@ int testPromqlMain(int argc, char** argv, std::ostream& out) {
     }
   }
   if (files.empty()) {
-    out << "usage: memcgtool test promql [--epsilon E] [--no-range-check] FILE...\n";
+    out << "usage: memcgtool test promql [--epsilon E] [--no-range-check] "
+           "[--allow-unsupported] FILE...\n";
     return 2;
   }
   int totalPassed = 0, totalFailed = 0, totalUnsupported = 0, filesFailed = 0;
@@ -723,7 +729,15 @@ int testPromqlMain(int argc, char** argv, std::ostream& out) {
   out << "summary: " << files.size() << " files (" << filesFailed << " with failures), "
       << totalPassed << " passed, " << totalFailed << " failed, " << totalUnsupported
       << " unsupported\n";
-  return totalFailed > 0 ? 1 : 0;
+  if (totalFailed > 0) return 1;
+  if (totalUnsupported > 0 && !allowUnsupported) {
+    out << "memcgtool: " << totalUnsupported
+        << " eval(s) UNSUPPORTED by our engine: they checked nothing "
+           "(--allow-unsupported "
+           "accepts that)\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace memcg::tool

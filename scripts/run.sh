@@ -12,5 +12,6 @@ if command -v ccache >/dev/null; then
 fi
 # The same build/ tree scripts/test.sh uses; only the exporter's target is built.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+echo "building memcg_exporter into build/ (a few minutes the first time)" >&2
 cmake --build build -j "$(nproc)" --target memcg_exporter >/dev/null
 exec build/exporter/memcg_exporter "$@"

@@ -355,7 +355,7 @@ void App::buildRoutes() {
                          : http::Response{503, "Not ready\n",
                                           "text/plain; charset=utf-8"};
                }});
-  api::ApiParts parts{scraper, tracing_.tracer.get(), taskstats_.get()};
+  api::ApiParts parts{scraper, tracing_.tracer.get(), taskstats_.get(), {}};
   if (history_) {  // served by the telemetry route above, beside the collectors'
     parts.extraMetrics = history::History::describeMetrics();
     for (const auto* d : history::QueryApi::describeMetrics()) parts.extraMetrics.push_back(d);

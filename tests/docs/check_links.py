@@ -33,8 +33,9 @@ def strip_code(lines):
 
 
 def slug(text):
+    """GitHub's heading id: lowercase, punctuation other than '-' and '_' dropped,
+    spaces as '-' (inline code and emphasis keep their text)."""
     text = re.sub(r'<[^>]+>', '', text).strip().lower()
-    text = re.sub(r'[`*_~]|\[|\]|\([^)]*\)(?=$)', lambda m: '' if m.group(0) in '`*_~[]' else m.group(0), text)
     text = re.sub(r'[^\w\- ]', '', text)
     return text.replace(' ', '-')
 

@@ -10,8 +10,7 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 fi
-# The same build/ tree scripts/test.sh uses; only the exporter's target is built.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 echo "building memcg_exporter into build/ (a few minutes the first time)" >&2
-cmake --build build -j "$(nproc)" --target memcg_exporter >/dev/null
+# The same build/ tree scripts/test.sh uses; only the exporter's target is built.
+scripts/build.sh --target memcg_exporter "${launcher[@]}" >/dev/null
 exec build/exporter/memcg_exporter "$@"

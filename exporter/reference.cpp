@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -287,12 +288,32 @@ std::string metricReferenceMarkdown() {
       continue;
     }
     s << "| Name | Type | Unit | Labels | Help | Source |\n|---|---|---|---|---|---|\n";
+    // A name made at run time from a prefix and a key (memory.events keys,
+    // delay classes) is not a literal: it comes from the file most of its
+    // part's names are written in.
+    std::map<std::string, size_t> votes;
+    std::vector<std::string> found;
     for (const auto* d : p.descs) {
+      found.push_back(sources.find(d->name));
+      if (!found.back().empty() && found.back().find(',') == std::string::npos)
+        ++votes[found.back()];
+    }
+    std::string usual;
+    size_t most = 0;
+    for (const auto& [file, n] : votes) {
+      if (n > most) usual = file, most = n;
+    }
+    size_t i = 0;
+    for (const auto* d : p.descs) {
+      std::string src = found[i++];
+      if (!usual.empty() && (src.empty() || (src.find(',') != std::string::npos &&
+                                             src.find(usual) != std::string::npos)))
+        src = usual;
       std::string labels;
       for (const auto& l : d->labels) labels += (labels.empty() ? "`" : ", `") + l + "`";
       const std::string unit = unitOf(d->name);
       s << "| `" << d->name << "` | " << typeName(d->type) << " | " << (unit.empty() ? "" : unit)
-        << " | " << labels << " | " << cell(d->help) << " | " << sources.find(d->name) << " |\n";
+        << " | " << labels << " | " << cell(d->help) << " | " << src << " |\n";
     }
   }
   return s.str();

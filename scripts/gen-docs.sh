@@ -17,6 +17,7 @@ if [ "${1:-}" = --check ]; then
 fi
 build=${1:-$root/build}
 if [ $check = 0 ]; then
+  [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" -j "$(nproc)" --target memcg_exporter memcgtool >/dev/null
 fi
 exporter=$build/exporter/memcg_exporter

@@ -1,6 +1,6 @@
 // Workloads where the workload's own (in-path) reclaim is expensive, each run
 // with protection off vs on, interleaved, the same margins for every
-// workload (issue 20). One process; the controller runs in it, as in
+// workload. One process; the controller runs in it, as in
 // controller_seed000.
 //   anon   an in-process cache: anonymous memory twice the memcg limit on a
 //          zram swap device set up for the run (hot_add, disksize, mkswap,

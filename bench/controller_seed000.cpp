@@ -20,7 +20,7 @@
 // reclaim of the run started from (how far past the start threshold the wake
 // came; 0 = at the limit).
 //
-// Targets (issue 4): the reader's own reclaim count and stall down >= 95%
+// Targets: the reader's own reclaim count and stall down >= 95%
 // (medians), the controller's CPU <= 1.5x the stall removed.
 //
 // Needs root and cgroup v1 memory; the fast reader also mkfs.ext4, losetup and
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
   opts.schedPolicy = sched;
 
   std::printf(
-      "seed 000: %llu MiB file through a %llu MiB memcg, margins start %llu / target "
+      "2011 async-reclaim workload: %llu MiB file through a %llu MiB memcg, margins start %llu / target "
       "%llu MiB, %d interleaved runs per mode, controller threads sched=%s\n",
       (unsigned long long)sizeMiB, (unsigned long long)limitMiB,
       (unsigned long long)startMiB, (unsigned long long)targetMiB, runs, sched.c_str());

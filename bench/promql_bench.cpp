@@ -54,7 +54,7 @@ struct Options {
   std::string results;
 };
 
-// The queries of issue 12's benchmark.
+// The benchmark's queries: what dashboards and the shipped rules ask.
 struct BenchQuery {
   const char* name;
   const char* expr;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PromQL benchmark: our engine and Prometheus 2.42 side by side on the same data (issue 12).
+# PromQL benchmark: our engine and Prometheus 2.42 side by side on the same data.
 # Builds bench/promql_bench, then bench/promql_bench.py starts a Prometheus on loopback
 # (temp storage, removed on exit), loads exporter-shaped data at 1,000 cgroups (15 min at
 # 1 s) into both, times the queries and prints the table. Not part of the tests.

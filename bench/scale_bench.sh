@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scrape cost at 1,000 and 10,000 cgroups side by side (issue 18): the
+# Scrape cost at 1,000 and 10,000 cgroups side by side: the
 # exporter (plain and gzip, wall and CPU), the pread floor of the files it
 # reads, series, bytes, RSS, and node_exporter's cost per series.
 #   bench/scale_bench.sh [build/exporter/memcg_exporter] [counts=1000,10000] [runs=21]

@@ -1,11 +1,11 @@
-// Scrape cost from 1,000 to 10,000 cgroups, side by side in one run (issue 18):
+// Scrape cost from 1,000 to 10,000 cgroups, side by side in one run:
 //   - memcg_exporter over HTTP, plain and gzip-requested: wall and CPU per
 //     scrape (the process's threads' schedstat, ns), series, bytes, RSS, and
 //     the descriptors it keeps per cgroup;
 //   - the floor: one loop pread()ing, through kept-open fds, the files of the
 //     exporter's default set (README "Performance"), and the 8 files the
 //     reclaim view needs, interleaved with the scrapes run by run;
-//   - the discovery walk, in process (off the scrape path since issue 18);
+//   - the discovery walk, in process (off the scrape path);
 //   - node_exporter with its defaults (Debian's prometheus-node-exporter):
 //     its cost per series.
 // The exporter runs with its default collectors but vmscan (the tracer reads
@@ -239,7 +239,7 @@ std::vector<FileId> defaultFiles(bool memsw) {
   return f;
 }
 
-/// The 8 files the reclaim view needs (issue 18).
+/// The 8 files the reclaim view needs.
 const std::vector<FileId> kReclaimView = {
     FileId::kMemoryStat, FileId::kV1Usage,       FileId::kV1Limit,        FileId::kV1MaxUsage,
     FileId::kV1Failcnt,  FileId::kV1SoftLimit,   FileId::kV1MemswFailcnt, FileId::kV1KmemFailcnt};
@@ -602,7 +602,7 @@ int main(int argc, char** argv) {
               "wall, %.2f us/series CPU\n",
               ne.ms, ne.cpuMs, ne.series, nePer, neCpuPer);
 
-  // Targets (issue 18).
+  // Targets: CPU per series and scrape CPU against the read floor.
   std::printf("\ntargets:\n");
   const Row* r1 = nullptr;
   const Row* r10 = nullptr;

@@ -59,7 +59,7 @@ declare -a off on
 for i in $(seq "$runs"); do off+=("$(run off)"); on+=("$(run on)"); done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 col() { printf '%s\n' "$@" | awk -v k="$COL" '{print $k}'; }
-printf '\nseed 000: cat 1 GiB through 256 MiB, %d interleaved runs per mode, medians\n' "$runs"
+printf '\n2011 async-reclaim workload: cat 1 GiB through 256 MiB, %d interleaved runs per mode, medians\n' "$runs"
 printf '%-6s %10s %14s %16s %14s %8s\n' mode failcnt "RECLAIM count" "RECLAIM total s" "avg delay us" "wall s"
 for m in off on; do
   eval "rows=(\"\${$m[@]}\")"

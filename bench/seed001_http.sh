@@ -178,7 +178,7 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 med() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF {print $k}' | median; }
 wdesc="no writes"; [ "$WF" != 0 ] && wdesc="$WF of requests also write 64 KiB ($WMODE)"
-printf '\nseed 001: C++ HTTP server in a %d MiB memcg, random 64 KiB of a %d MiB file on %s (%s), %s;\n' \
+printf '\n2011 async-reclaim v3 workload: C++ HTTP server in a %d MiB memcg, random 64 KiB of a %d MiB file on %s (%s), %s;\n' \
   "$LIMIT_MIB" "$FILE_MIB" "$STORE" "$(findmnt -no FSTYPE -T "$data")" "$wdesc"
 printf 'open-loop load %s req/s over %s connections, %s s measured after %s s warm-up, priority %s; %d interleaved runs per mode, medians\n' \
   "$RATE" "$CONNS" "$SECS" "$WARM" "$PRIO" "$runs"

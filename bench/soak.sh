@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Soak (issue 19; not in ctest): the exporter with tracing (vmscan), taskstats,
+# Soak (not in ctest): the exporter with tracing (vmscan), taskstats,
 # the controller, the history (retention 30 s, so it is full after warm-up)
-# and a rule file on, for SECONDS (default 120; the issue's figure is 600),
+# and a rule file on, for SECONDS (default 120; 600 for a release),
 # under
 #   - /metrics scrapes at 20/s from 4 clients (gzip, new connection each),
 #   - query-API and live-view requests (query_range, /api/v1/cgroups,

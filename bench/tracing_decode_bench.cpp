@@ -1,5 +1,5 @@
 // Decode + aggregate throughput on synthesised vmscan records (one core).
-// Target (issue 3): >= 5 million vmscan events per second.
+// Target: >= 5 million vmscan events per second.
 //
 // Records are laid out with the offsets the decoder resolved from the
 // committed 6.18 format files, in the mix a memcg streaming workload shows:

@@ -1,5 +1,5 @@
-// Idle cost of the tracing reader (issue 18): system calls and CPU per second
-// of the reader thread while no event comes, the loop before issue 18
+// Idle cost of the tracing reader: system calls and CPU per second
+// of the reader thread while no event comes, the older loop
 // ("old": SessionOptions::Wait::kInterval, every CPU read every 200 ms, every
 // CPU's stats file every second) against the poll loop ("new": kPoll, one
 // epoll_wait over the CPUs, idle_wake 1 s), printed side by side.
@@ -273,7 +273,7 @@ Row runSim(int seconds, Loop loop, Stop stop) {
   return row;
 }
 
-// The old loop at idle (tracefs_session.cpp run() before issue 18).
+// The old loop at idle (tracefs_session.cpp run() before it polled).
 Row simOld(int n, int seconds) {
   Sim sim(n);
   std::mutex mu;

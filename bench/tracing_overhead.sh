@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tracing cost in situ (issue 3, "Benchmarks"): one memcg streaming workload
+# Tracing cost in situ : one memcg streaming workload
 # that reclaims all the time, run with tracing off, with the exporter tracing
 # (its vmscan collector, default events), with bpftrace aggregating the same
 # events in the kernel, and with trace-cmd recording the same events into an

@@ -15,7 +15,7 @@ enum class FileId : unsigned {
   kCgroupProcs,
   // Shared by v1 and v2.
   kMemoryStat,
-  kMemoryReclaimStat,  // only on kernels patched with seed 001's async reclaim
+  kMemoryReclaimStat,  // only on kernels patched with 2011's (never merged) async reclaim
   // cgroup v1 (Documentation/admin-guide/cgroup-v1/memory.rst).
   kV1Usage,
   kV1Limit,

@@ -1,5 +1,5 @@
 // memory.reclaim_stat: only on kernels carrying the memcg async-reclaim
-// patches (seed 001, never merged). Flat keyed:
+// patches (2011, never merged). Flat keyed:
 //   recent_scan_success_ratio 44        percent of recently scanned pages freed
 //   {limit,soft,margin}_scan_pages N    pages scanned by limit, soft-limit and
 //   {limit,soft,margin}_freed_pages N   margin (background) reclaim, and the

@@ -1,5 +1,5 @@
 // vmscan tracepoints: per-cgroup reclaim counts, stall histograms, LRU scans,
-// kswapd activity, cgroup migrations and a synthesised reclaim_stat (issue 3).
+// kswapd activity, cgroup migrations and a synthesised reclaim_stat.
 //
 // Source: the exporter's own tracefs instance (tracing/tracer.h), started by
 // the App from this collector's options (startTracing below) and handed to

@@ -1,10 +1,10 @@
 // The embedded controller: keeps a free margin below a protected cgroup's
-// limit by reclaiming in the background, off the workload's own path (seeds
-// 000/001; issue 4).
+// limit by reclaiming in the background, off the workload's own path (the
+// per-memcg background reclaim of 2011's async-reclaim threads, from user space).
 //
 // Protection {cgroup, start margin, target margin, floor}: when limit - usage
 // falls below the start margin, reclaim until it is back at the target margin
-// (seed 000's low/high watermarks), never taking usage below the floor.
+// (the low/high watermarks of 2011's async reclaim), never taking usage below the floor.
 // "limit" is memory.limit_in_bytes (v1) or memory.max, else memory.high (v2);
 // a cgroup without one cannot be protected (409). Each margin is given either
 // in bytes or in percent of the limit (0 < p < 100, fractions allowed); a

@@ -20,7 +20,7 @@ struct ControllerOptions {
   std::string journal = "/var/lib/memcg_exporter/controller.journal";  ///< --controller.journal
   std::string auditLog;         ///< --controller.audit-log: JSON lines; empty = log only
 
-  // Tunables (defaults fit seed 000). The safety budgets each have a flag.
+  // Tunables (defaults fit a reader streaming a file through its limit). The safety budgets each have a flag.
   uint64_t floorBytes = 16ull << 20;  ///< never reclaim a cgroup below this usage
   uint64_t maxStepBytes = 256ull << 20;  ///< --controller.max-step-bytes: at most this much per nudge
   int cooldownMs = 5;           ///< --controller.cooldown: quiet time after an episode for a cgroup

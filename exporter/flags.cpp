@@ -12,7 +12,6 @@
 #include "web/web_config.h"
 
 namespace memcg {
-namespace {
 
 /// The exporter's own flags (web, log, the collector switches' default, and
 /// --version / --help), then every part's, composed in --help order.
@@ -96,12 +95,25 @@ FlagList flagTable(Options& o) {
                "info"});
   f.push_back(switchFlag("capabilities.drop",
                          "After start-up keep only the capabilities the enabled collectors and "
-                         "the controller use (README \"Privileges\").",
+                         "the controller use (docs/configuration.md, \"Privileges\").",
                          o.dropCapabilities));
   f.push_back(switchFlag("version", "Show the version and exit.", o.showVersion));
   f.push_back(switchFlag("help", "Show this help and exit.", o.showHelp));
+  f.push_back({"help-format",
+               "Print a reference generated from the flag and metric tables and exit: markdown "
+               "(the flag reference), man (the manual page) or metrics (the metric reference). "
+               "scripts/gen-docs.sh writes them to docs/.",
+               false,
+               [&o](const std::string& v) {
+                 if (v != "markdown" && v != "man" && v != "metrics")
+                   throw std::invalid_argument("--help-format must be markdown, man or metrics");
+                 o.helpFormat = v;
+               },
+               ""});
   return f;
 }
+
+namespace {
 
 const CollectorInfo* findCollector(std::string_view name) {
   for (const auto& c : collectorRegistry()) {

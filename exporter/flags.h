@@ -41,6 +41,7 @@ struct Options {
   std::map<std::string, bool> collectorSwitch;  ///< explicit --[no-]collector.NAME
   bool showVersion = false;
   bool showHelp = false;
+  std::string helpFormat;  ///< --help-format (exporter/reference.h); empty: serve
 
   /// Names of the collectors to run, in registry order.
   std::vector<std::string> enabledCollectors() const;
@@ -50,6 +51,9 @@ struct Options {
 Options parseFlags(int argc, const char* const* argv);
 
 std::string usage();
+
+/// Every flag, bound to `o`, in --help order (the generated references read it too).
+FlagList flagTable(Options& o);
 
 /// ":9712" -> "9712" (all interfaces), "127.0.0.1:9712", "[::1]:9712" as they
 /// are (the syntax web/http_server.h binds). Throws std::invalid_argument.

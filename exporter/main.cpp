@@ -13,6 +13,7 @@
 #include "exporter/app.h"
 #include "exporter/flags.h"
 #include "common/version.h"
+#include "exporter/reference.h"
 
 using namespace memcg;
 
@@ -26,6 +27,16 @@ int main(int argc, char** argv) {
   }
   if (opts.showHelp) {
     std::cout << usage();
+    return 0;
+  }
+  if (!opts.helpFormat.empty()) {
+    if (opts.helpFormat == "man") {
+      std::cout << manPage();
+    } else if (opts.helpFormat == "metrics") {
+      std::cout << metricReferenceMarkdown();
+    } else {
+      std::cout << flagReferenceMarkdown();
+    }
     return 0;
   }
   if (opts.showVersion) {

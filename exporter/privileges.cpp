@@ -36,8 +36,8 @@ const metrics::Desc kDropped = nodeGauge(
 const std::vector<std::string>& capNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (unsigned c = 0; c < cap_max_bits(); ++c) {
-      char* n = cap_to_name(static_cast<cap_value_t>(c));
+    for (cap_value_t c = 0; c < cap_max_bits(); ++c) {
+      char* n = cap_to_name(c);
       v.push_back(n ? n : std::to_string(c));
       cap_free(n);
     }

@@ -32,13 +32,13 @@ if [[ $what == tracing_overhead || $what == all ]]; then
   bench/tracing_overhead.sh build/exporter/memcg_exporter 5
 fi
 if [[ $what == seed000 || $what == all ]]; then
-  echo "== seed 000: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM);"
+  echo "== 2011 async-reclaim workload: cat 1 GiB through 256 MiB, controller off/on (failcnt, taskstats RECLAIM);"
   echo "   disk-backed and fast (ext4 on a loop device over /dev/shm) readers, idle and CPU-hogged"
   bench/seed000_delays.sh build/exporter/memcg_exporter 5
   build/bench/controller_seed000
 fi
 if [[ $what == seed001 || $what == all ]]; then
-  echo "== seed 001: HTTP service with a working set 2x its limit (half the requests write), controller off/on"
+  echo "== 2011 async-reclaim v3 workload: HTTP service with a working set 2x its limit (half the requests write), controller off/on"
   bench/seed001_http.sh build/exporter/memcg_exporter 5
 fi
 if [[ $what == promql || $what == all ]]; then

@@ -1,4 +1,5 @@
-// Lock contention probes (issue 3, seed 003): folds the lock events of
+// Lock contention probes (where hierarchy walks and stat flushes contend
+// since the css id lock of 2011 is gone): folds the lock events of
 // events.h into per-cgroup and node-wide state. Owned by the Aggregator
 // (aggregator.h), which calls it under its mutex on the reader thread and
 // tells it which cgroup a task's reclaim belongs to.

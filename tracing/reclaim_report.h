@@ -1,4 +1,4 @@
-// The reclaim report (issue 3, /api/v1/reclaim/report): the rows
+// The reclaim report (/api/v1/reclaim/report): the rows
 // trace-vmscan-postprocess (the kernel's Documentation/trace/postprocess
 // script, which no longer parses 6.x formats) prints, computed from a
 // TraceSnapshot instead of a recorded trace, over the whole run or a window.

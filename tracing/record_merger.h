@@ -1,7 +1,7 @@
 // Per-CPU ring-buffer sub-buffers merged into one stream in global timestamp
 // order, up to a watermark; what is newer waits for the next round.
 //
-// Why a watermark (issue 11): the reader reads CPU0's buffer, then CPU1's.
+// Why a watermark: the reader reads CPU0's buffer, then CPU1's.
 // Ordering only the records one round read is not enough: a record CPU0's
 // writer commits while the reader is on CPU1 comes in the next round, after
 // newer CPU1 records of the same task (a begin on CPU0, the task migrates,

@@ -13,7 +13,8 @@
 // holds the root "/". The `cgroup` label is the path relative to the memory
 // hierarchy's root ("/", "/a/b"), the same as discovery's label.
 //
-// reclaim_stat (seed 001's memory.reclaim_stat, synthesised):
+// reclaim_stat (the fields of the never-merged async-reclaim patches'
+// memory.reclaim_stat, synthesised from tracepoints):
 //   context=limit  <- memcg limit reclaim by the charging task (kind=memcg)
 //   context=soft   <- v1 soft-limit reclaim (kind=softlimit)
 //   context=margin <- background reclaim by our controller (kind=proactive)

@@ -402,7 +402,7 @@ void TracefsSession::run() {
     }
     auto now = std::chrono::steady_clock::now();
     if (stopping || now - last_stats >= std::chrono::seconds(1)) {
-      // kInterval reads every CPU's stats (the loop before issue 18).
+      // kInterval reads every CPU's stats (as the older loop did).
       refreshLost(stopping || !poller_);
       last_stats = now;
     }

@@ -31,7 +31,7 @@
 // on, it reads once more and stops there, not chasing the writer) and hands
 // records to a RecordSink in global timestamp order (record_merger.h).
 //
-// When rounds run (issue 18; SessionOptions::wait). Rounds are at least
+// When rounds run (SessionOptions::wait). Rounds are at least
 // poll_interval apart, as they always were. Between two, the reader
 //  - kPoll (default): sleeps in one epoll_wait over every CPU's pipe
 //    (cpu_poller.h) until one holds data (returning at once on a busy
@@ -47,15 +47,16 @@
 //    buffer, and then the CPU has data. Idle cost: 3 system calls and one
 //    wake-up per idle_wake whatever the number of CPUs, instead of
 //    5 x (CPUs + 2) a second plus the stats files (bench/tracing_idle_cost.cpp);
-//  - kInterval: sleeps poll_interval and reads every CPU (the loop before
-//    issue 18; the fallback when the kernel keeps buffer_percent above 0,
+//  - kInterval: sleeps poll_interval and reads every CPU (the older loop;
+//    the fallback when the kernel keeps buffer_percent above 0,
 //    when poll could only say "that full", not "has data", or when epoll is
 //    unavailable).
 // Either way an event is handed out at most poll_interval + commit_slack
 // (+ the time to read a round) after it is committed; in kPoll an event on
 // an idle reader, ~commit_slack after.
 //
-// Global order across rounds (issue 11). Before reading any CPU the reader
+// Global order across rounds (a task's begin and end must pair in time
+// order even when it moved CPUs in between). Before reading any CPU the reader
 // reads the trace clock, T0, and hands out only records with
 // ts <= W = T0 - commit_slack (and, for a CPU read only in part, no newer
 // than its newest record read); newer ones, already read, wait for the next

@@ -2,7 +2,7 @@
 // table (routes.h), which the App fills: /metrics, /-/healthy, /-/ready, the
 // landing page and the JSON API, on one port.
 //
-// Why not civetweb (measured, issue 19): civetweb gives each connection a
+// Why not civetweb (measured, e2e.http_limits): civetweb gives each connection a
 // worker thread from the moment it is accepted until the request is complete,
 // so N connections that send a partial head and wait (slowloris) starve N
 // workers: with --web.threads=4, 4 such connections stop every scrape; with

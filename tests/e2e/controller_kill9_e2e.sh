@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kill -9 in a loop (issue 19): the controller never leaves a limit changed
+# kill -9 in a loop: the controller never leaves a limit changed
 # after a crash. How that is guaranteed (controller/journal.h): before the
 # actuator lowers memory.limit_in_bytes it appends a "lower" entry (cgroup
 # directory, inode, original, lowered) to the journal and fdatasyncs it; at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults (issue 19): each shows the exporter keeps serving, reports the fault
+# Faults: each shows the exporter keeps serving, reports the fault
 # as a metric and a log line, and writes nothing it could not journal.
 #   1. a read error (EIO): a copy of the fixture tree whose /web/memory.stat is
 #      a symlink to /proc/self/mem (reading its offset 0 fails with EIO): every

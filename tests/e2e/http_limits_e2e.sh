@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTTP surface under slow, idle and oversized clients (issue 19), on the
+# The HTTP surface under slow, idle and oversized clients, on the
 # committed fixture tree, loopback only, no root:
 #   - 1,000 slowloris connections (a partial head, one byte now and then) and
 #     then 1,000 idle ones from 127.0.0.2: every scrape from 127.0.0.1 answers
@@ -30,7 +30,7 @@ wait_http "http://127.0.0.1:$port/-/healthy" 20 || { echo "FAIL exporter did not
 base_rss=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
 
 # slowloris.py exits 0 when every scrape answered 200 and their median is
-# within --max-ms (the bound of issue 19 on the median, so that one scrape
+# within --max-ms (the bound is on the median, so that one scrape
 # descheduled on a loaded machine does not fail it; the figures are printed).
 slow_ok() { [ "$1" = 0 ] && grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$2"; }
 out=$(timeout 120 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 --pid "$pid"); rc=$?

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS in --web.config.file (issue 19), on the committed fixture tree, loopback
+# TLS in --web.config.file, on the committed fixture tree, loopback
 # only, no root. Certificates are made here with the openssl CLI: a CA, a
 # server certificate for 127.0.0.1, a client certificate from the CA and one
 # from a second, untrusted CA.
@@ -164,7 +164,7 @@ check "a key that does not match the certificate: exit 2 ($rc), one line: $(head
 start slow --web.config.file="$tmp/plain.yml" --web.read-timeout=60
 base_rss=$(awk '/^VmRSS:/ {print $2}' /proc/$pid/status)
 # slowloris.py exits 0 when every scrape answered 200 and their median is
-# within --max-ms (the bound of issue 19 on the median, so that one scrape
+# within --max-ms (the bound is on the median, so that one scrape
 # descheduled on a loaded machine does not fail it; the figures are printed).
 slow_ok() { [ "$1" = 0 ] && grep -q "connected=1000 scrapes_ok=5 of 5" <<<"$2"; }
 out=$(timeout 180 python3 "$here/slowloris.py" --port "$port" --conns 1000 --scrapes 5 --max-ms 1000 \

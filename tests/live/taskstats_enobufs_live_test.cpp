@@ -1,4 +1,4 @@
-// Fault (issue 19): taskstats netlink ENOBUFS, from the real kernel (root,
+// Fault: taskstats netlink ENOBUFS, from the real kernel (root,
 // cgroup v1 memory, TASKSTATS). The aggregator is given tiny receive buffers
 // (Options::query_rcvbuf / listener_rcvbuf; the kernel drops what does not
 // fit and the next read fails with ENOBUFS):

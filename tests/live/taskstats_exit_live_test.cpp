@@ -1,4 +1,4 @@
-// Regression (issue 10): an exited task's delays were attributed only if some
+// Regression: an exited task's delays were attributed only if some
 // scrape saw it alive. A child in a 64 MiB memcg streams a 256 MiB file and
 // exits; the cgroup is scraped only afterwards. Its reclaim delays
 // (taskstats freepages) must be attributed, and close to the number of memcg

@@ -196,7 +196,7 @@ TEST_F(TracingLive, TinyBufferReportsLostEvents) {
   EXPECT_GT(s.events_lost, 0u);
 }
 
-// Fault (issue 19): the kernel refusing an event enable, on the real kernel.
+// Fault: the kernel refusing an event enable, on the real kernel.
 // lru_shrink_inactive's enable is refused (TracerOptions::enable_fault_injector
 // stands in for the kernel's EINVAL); everything else is enabled in the real
 // instance and traced: a memcg streaming a file 4x its limit gets its reclaim

@@ -1,4 +1,4 @@
-// The reader's wait (issue 18, tracefs_session.h "When rounds run"): in
+// The reader's wait (tracefs_session.h "When rounds run"): in
 // kPoll it sleeps in epoll_wait while no event comes, instead of a round
 // every poll_interval, and an event wakes it; records held back by a round
 // are handed out without another event. Live: our own tracefs instances

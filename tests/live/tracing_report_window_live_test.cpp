@@ -1,4 +1,4 @@
-// Regression (issue 10), on the real kernel: the reclaim report's window
+// Regression, on the real kernel: the reclaim report's window
 // (?window=, subtractSnapshot) matched cgroups by label, so a cgroup removed
 // and recreated under the same name inside the window was subtracted
 // against the old cgroup's counters. The first cgroup reclaims more than the

@@ -1,4 +1,4 @@
-// Every thread of the composition root at once, for the TSan stage (issue 19):
+// Every thread of the composition root at once, for the TSan stage:
 // the history's sampler (every 10 ms), the rule engine (a recording and an
 // alerting rule every 20 ms), the HTTP front thread and its workers, while
 // clients scrape /metrics and ask the query, rules and alerts APIs over

@@ -1,4 +1,4 @@
-// The controller's safety budgets, each set low and shown to hold (issue 21):
+// The controller's safety budgets, each set low and shown to hold:
 // the bytes-per-second cap and the CPU budget on a fake budget clock (exact:
 // nothing refills or resets until the test moves the clock), the nudges per
 // episode and the step size, the cooldown (a lower bound on the real clock,

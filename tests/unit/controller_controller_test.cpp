@@ -390,7 +390,7 @@ TEST_F(ControllerTest, StartupReplaysTheJournal) {
   EXPECT_EQ(recoverJournal(opts_).pending, 0u);
 }
 
-// Faults (issue 19): EBUSY, ENOSPC and EINTR on the controller's limit write
+// Faults: EBUSY, ENOSPC and EINTR on the controller's limit write
 // (injected before the write reaches the file). Each is counted by result in
 // memcg_controller_actions_total, written to the audit log and logged (the
 // "controller audit" line on stderr), the limit is never seen changed when

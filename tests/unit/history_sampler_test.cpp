@@ -1,6 +1,6 @@
 // The history's sampler through the real Scraper and collectors on fixture
 // trees: a selection reads only the cgroup files that can produce its
-// families, and only its cgroups when it pins the cgroup label (issue 13),
+// families, and only its cgroups when it pins the cgroup label,
 // counted by the collectors' one file reader (ScrapeContext::read).
 #include <gtest/gtest.h>
 

@@ -205,7 +205,7 @@ TEST(History, RetentionDropsOldChunks) {
   EXPECT_LE(double(st.bytes) / st.samples, 2.0);
 }
 
-// Fault (issue 19): the history at its series limit. Refused series are
+// Fault: the history at its series limit. Refused series are
 // counted once each (sampled ones and a recording rule's appended one, not per
 // sample), the first refusal is logged once, the kept series keep their
 // samples and queries over them are right, and the history's own metrics say so.

@@ -1,4 +1,4 @@
-// Exits of processes no scrape saw alive (issue 10): the ledger places them
+// Exits of processes no scrape saw alive: the ledger places them
 // with an ExitLocator (delay_ledger.h), which the collector builds from the
 // tracer's pid cache and /proc (collectors/taskstats_locator.h).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Fault (issue 19): the kernel refusing an event enable. enableEvents()
+// Fault: the kernel refusing an event enable. enableEvents()
 // (tracing/tracer.h) on the committed 6.18 format files with a fault
 // injector in place of the instance's enable files: a refused event is
 // reported (memcg_trace_event_enabled 0, one log line naming it and the

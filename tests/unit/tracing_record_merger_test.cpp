@@ -1,4 +1,4 @@
-// The reader's cross-CPU order (issue 11) on synthesised ring-buffer
+// The reader's cross-CPU order on synthesised ring-buffer
 // sub-buffers: RecordMerger must hand records out in global timestamp order
 // even when a CPU's record arrives a round after newer records of another
 // CPU, which is what a round-by-round reader sees when a task migrates.
@@ -134,7 +134,7 @@ TEST(RecordMerger, BeginReadARoundAfterItsEndIsPairedInOrder) {
   EXPECT_EQ(m.held(), 0u);
 
   // The same reads merged per round only (no watermark): what the reader did
-  // before, and what the live numbers of issue 11 showed.
+  // before, and what lost the order on the live kernel.
   RecordMerger old(kSubbuf, 8);
   ASSERT_TRUE(old.addCpu(0, nullptr));
   ASSERT_TRUE(old.addCpu(1, nullptr));

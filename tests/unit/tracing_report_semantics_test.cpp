@@ -1,4 +1,4 @@
-// What the reclaim report and the unpaired-events metric mean (issue 11), on
+// What the reclaim report and the unpaired-events metric mean, on
 // hand-built event sequences through the real Aggregator, reclaimReport()
 // and renderTraceSnapshot(): unpaired begins/ends by reason, soft-limit
 // reclaim kept apart from the stall it runs inside, kswapd wakeups vs

@@ -1,4 +1,4 @@
-# v2 foundation (issue 6): the memory controller's files under a streaming
+# v2 foundation: the memory controller's files under a streaming
 # workload, the kernel facts the controller relies on, and, when the exporter is
 # in the initramfs, every v2 file the collectors read compared with what this
 # script reads from the kernel itself. Sourced by /init in a subshell.

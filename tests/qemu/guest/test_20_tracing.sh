@@ -1,4 +1,4 @@
-# v2 tracing (issue 6): the exporter's vmscan collector (a private tracefs
+# v2 tracing: the exporter's vmscan collector (a private tracefs
 # instance, on by default) on this kernel's own event formats, compared with
 # the kernel's counters for the same cgroup under a streaming workload.
 # Sourced by /init in a subshell.
@@ -263,7 +263,7 @@ else
   mt_fail trace_report_process_row_cat "cat's row: ${cat_row:-none} (cgroup total ${r_total})"
 fi
 
-# --- issue 11: a task moved between CPUs while it reclaims ------------------------------
+# --- a task moved between CPUs while it reclaims ----------------------------------------
 # A cat in a 32M cgroup streams the file while this shell moves it between
 # CPU0 and CPU1 (taskset, as fast as busybox forks), twice:
 #  - "live": the exporter reads as in production, while the kernel writes. Its

@@ -1,4 +1,4 @@
-# v2 controller (issue 6): the memory.reclaim actuator on a real v2 kernel.
+# v2 controller: the memory.reclaim actuator on a real v2 kernel.
 # The same streaming workload runs twice, from a cold page cache, in two
 # sibling cgroups with memory.max=128M: unprotected, then protected through
 # POST /api/v1/controller/protect (start margin 16M, target margin 32M). The

@@ -1,4 +1,4 @@
-# v2 controller, memory.events wake (issue 21): a change of memory.events
+# v2 controller, memory.events wake: a change of memory.events
 # (POLLPRI; its "max" key grows each time a charge hits memory.max) wakes the
 # controller and leads to reclaim. An exporter runs with memory.events as its
 # only fast wake source (--controller.v2-wake=events, no PSI trigger) and the

@@ -1,4 +1,4 @@
-# v2 controller, PSI wake (issue 4): a PSI trigger on memory.pressure wakes
+# v2 controller, PSI wake: a PSI trigger on memory.pressure wakes
 # the controller and leads to reclaim. An exporter runs with the PSI trigger as
 # its only fast wake source (--controller.v2-wake=psi, memory.events off) and
 # the fallback poll pushed out of the way (--controller.poll-interval-ms=600000),

@@ -5,7 +5,12 @@
 // nothing. One series per cgroup, so its cardinality is the walk's.
 #include "collectors/kubepods.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <array>
+#include <cerrno>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -159,7 +164,101 @@ std::optional<PodCgroup> parseSystemd(std::string_view prefix,
   return out;
 }
 
+// A DNS label or subdomain as Kubernetes allows in namespace, pod and container
+// names: lowercase alphanumerics, '-' and '.', at most 253 characters.
+bool isKubeName(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+// Splits "a_b_c" into exactly three non-empty parts.
+std::optional<std::array<std::string_view, 3>> split3(std::string_view s) {
+  const size_t a = s.find('_');
+  if (a == std::string_view::npos) return std::nullopt;
+  const size_t b = s.find('_', a + 1);
+  if (b == std::string_view::npos || s.find('_', b + 1) != std::string_view::npos)
+    return std::nullopt;
+  std::array<std::string_view, 3> out = {s.substr(0, a), s.substr(a + 1, b - a - 1),
+                                         s.substr(b + 1)};
+  for (auto p : out) {
+    if (p.empty()) return std::nullopt;
+  }
+  return out;
+}
+
+struct Listing {
+  std::vector<std::string> names;
+  int err = 0;  // errno of opendir; ENOENT: the directory is not there
+};
+
+Listing listDir(const std::string& dir, size_t limit, size_t& skipped) {
+  Listing out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    out.err = errno;
+    return out;
+  }
+  while (dirent* e = readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (out.names.size() >= limit) {
+      ++skipped;
+      continue;
+    }
+    out.names.emplace_back(n);
+  }
+  closedir(d);
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::pair<std::string, PodNames>> parsePodLogDir(std::string_view name) {
+  auto p = split3(name);
+  if (!p || !isKubeName((*p)[0]) || !isKubeName((*p)[1])) return std::nullopt;
+  // the UID as kubelet writes it: the API server's UUID, or a static pod's hash
+  auto uid = podUid((*p)[2], false);
+  if (!uid) return std::nullopt;
+  return std::make_pair(std::move(*uid), PodNames{std::string((*p)[0]), std::string((*p)[1]), {}});
+}
+
+std::optional<std::pair<std::string, PodNames>> parseContainerLog(std::string_view name) {
+  if (!consumeSuffix(name, ".log")) return std::nullopt;
+  auto p = split3(name);
+  if (!p) return std::nullopt;
+  std::string_view last = (*p)[2];
+  const size_t dash = last.rfind('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const std::string_view ctr = last.substr(0, dash);
+  auto id = containerId(last.substr(dash + 1));
+  if (!id || !isKubeName((*p)[0]) || !isKubeName((*p)[1]) || !isKubeName(ctr))
+    return std::nullopt;
+  return std::make_pair(std::move(*id), PodNames{std::string((*p)[1]), std::string((*p)[0]),
+                                                 std::string(ctr)});
+}
+
+Result<KubeletLogs> readKubeletLogs(const std::string& root, size_t limit) {
+  KubeletLogs out;
+  struct stat st {};
+  if (stat(root.c_str(), &st) != 0) return makeError(errno, root, "kubelet log directory");
+  for (const bool pods : {true, false}) {
+    const std::string dir = root + (pods ? "/pods" : "/containers");
+    Listing l = listDir(dir, limit, out.skipped);
+    if (l.err && l.err != ENOENT) return makeError(l.err, dir, "kubelet log directory");
+    for (const auto& n : l.names) {
+      auto r = pods ? parsePodLogDir(n) : parseContainerLog(n);
+      if (!r) {
+        ++out.skipped;
+        continue;
+      }
+      (pods ? out.pods : out.containers).insert_or_assign(std::move(r->first), std::move(r->second));
+    }
+  }
+  return out;
+}
 
 std::string_view qosName(QosClass q) {
   switch (q) {
@@ -193,31 +292,114 @@ std::optional<PodCgroup> parsePath(std::string_view cgroupPath) {
 
 namespace {
 
-const metrics::Desc kInfo = cgroupGauge(
-    "memcg_cgroup_info",
-    "Kubernetes pod (and container) of a kubepods cgroup, from its path; 1 per pod and "
-    "container cgroup (join with kube-state-metrics' kube_pod_info on pod_uid = uid).",
-    {"pod_uid", "container_id", "qos_class"});
+// Entries read at most from each kubelet log directory: far above the pods and
+// containers kubelet runs on one node (its --max-pods defaults to 110).
+constexpr size_t kKubeletLogLimit = 20000;
+
+metrics::Desc infoDesc(bool names) {
+  std::vector<std::string> labels = {"pod_uid", "container_id", "qos_class"};
+  if (names) {
+    for (const char* l : {"namespace", "pod", "container"}) labels.emplace_back(l);
+  }
+  return cgroupGauge(
+      "memcg_cgroup_info",
+      names ? "Kubernetes pod (and container) of a kubepods cgroup, from its path, with its "
+              "namespace, pod and container names from kubelet's log directories "
+              "(--path.kubelet-logs); 1 per pod and container cgroup (joins kube-state-metrics "
+              "on namespace and pod)."
+            : "Kubernetes pod (and container) of a kubepods cgroup, from its path; 1 per pod and "
+              "container cgroup (join with kube-state-metrics' kube_pod_info on pod_uid = uid).",
+      std::move(labels));
+}
 
 class KubepodsCollector : public Collector {
  public:
+  explicit KubepodsCollector(KubepodsOptions o)
+      : opts_(std::move(o)), info_(infoDesc(!opts_.kubeletLogs.empty())) {}
+
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
+    const bool names = !opts_.kubeletLogs.empty();
+    std::lock_guard<std::mutex> g(mu_);
+    if (names) refresh(ctx);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       auto pod = kubepods::parsePath(cg.path);
       if (!pod) continue;
-      sink.add(kInfo,
-               {cg.path, sink.keep(std::move(pod->podUid)),
-                sink.keep(std::move(pod->containerId)), kubepods::qosName(pod->qos)},
+      if (!names) {
+        sink.add(info_,
+                 {cg.path, sink.keep(std::move(pod->podUid)),
+                  sink.keep(std::move(pod->containerId)), kubepods::qosName(pod->qos)},
+                 1);
+        continue;
+      }
+      // the container's own log names it; its pod's directory names the pod
+      const kubepods::PodNames* n = nullptr;
+      if (!pod->containerId.empty()) {
+        auto it = logs_.containers.find(pod->containerId);
+        if (it != logs_.containers.end()) n = &it->second;
+      }
+      std::string_view ns, podName, ctr;
+      if (n) {
+        ns = n->ns;
+        podName = n->pod;
+        ctr = n->container;
+      } else if (auto it = logs_.pods.find(pod->podUid); it != logs_.pods.end()) {
+        ns = it->second.ns;
+        podName = it->second.pod;
+      }
+      sink.add(info_,
+               {cg.path, sink.keep(std::move(pod->podUid)), sink.keep(std::move(pod->containerId)),
+                kubepods::qosName(pod->qos), sink.keep(std::string(ns)),
+                sink.keep(std::string(podName)), sink.keep(std::string(ctr))},
                1);
     }
   }
-  std::vector<const metrics::Desc*> describe() const override { return {&kInfo}; }
+  std::vector<const metrics::Desc*> describe() const override { return {&info_}; }
+
+ private:
+  // Re-reads the log directories when one of them changed (mtime), or after a failure.
+  void refresh(ScrapeContext& ctx) {
+    auto mtime = [](const std::string& p) {
+      struct stat st {};
+      if (stat(p.c_str(), &st) != 0) return std::pair<int64_t, int64_t>{-1, -1};
+      return std::pair<int64_t, int64_t>{st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+    };
+    const auto stamp = std::make_pair(mtime(opts_.kubeletLogs + "/pods"),
+                                      mtime(opts_.kubeletLogs + "/containers"));
+    if (fresh_ && stamp == stamp_) return;
+    auto r = kubepods::readKubeletLogs(opts_.kubeletLogs, kKubeletLogLimit);
+    if (!r.ok()) {
+      fresh_ = false;
+      logs_ = {};
+      ctx.fail(r.error());
+      return;
+    }
+    logs_ = std::move(*r);
+    stamp_ = stamp;
+    fresh_ = true;
+  }
+
+  KubepodsOptions opts_;
+  metrics::Desc info_;
+  std::mutex mu_;
+  kubepods::KubeletLogs logs_;
+  std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> stamp_;
+  bool fresh_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> makeKubepodsCollector() {
-  return std::make_unique<KubepodsCollector>();
+FlagList kubepodsFlags(KubepodsOptions& o) {
+  return {{"path.kubelet-logs",
+           "kubelet's log directory (the node's /var/log; its pods/ and containers/ name "
+           "every pod and container): adds namespace, pod and container to memcg_cgroup_info. "
+           "Empty: off.",
+           false, [&o](const std::string& v) { o.kubeletLogs = v; }, ""}};
 }
+
+std::unique_ptr<Collector> makeKubepodsCollector(const KubepodsOptions& o) {
+  return std::make_unique<KubepodsCollector>(o);
+}
+
+std::unique_ptr<Collector> makeKubepodsCollector() { return makeKubepodsCollector({}); }
 
 }  // namespace memcg

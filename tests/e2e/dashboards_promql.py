@@ -515,6 +515,10 @@ def cmd_queries(args):
                 variables["cgroup"] = (list(args.cgroup), multi)
             elif got:
                 variables[v["name"]] = ([got[0]], False)
+            elif v.get("includeAll") and v.get("allValue"):
+                # Grafana: no values and All -> the allValue (e.g. cluster=~".*" where
+                # no target has a cluster label)
+                variables[v["name"]] = ([v["allValue"]], False)
             else:
                 failures.append("%s: no values" % label)
                 variables[v["name"]] = (["none"], False)

@@ -286,7 +286,9 @@ PROMETHEUS_OWN = {"up", "ALERTS", "ALERTS_FOR_STATE", "scrape_duration_seconds",
 
 
 # Labels every series has once Prometheus scraped it, or that PromQL / the rules make.
-TARGET_LABELS = {"job", "instance", "__name__", "alertname", "alertstate", "severity"}
+# Prometheus' and the scrape config's labels; "cluster" is the label a fleet's targets
+# carry for the dashboards' cluster variable.
+TARGET_LABELS = {"job", "instance", "cluster", "__name__", "alertname", "alertstate", "severity"}
 
 
 def table_names(tables):

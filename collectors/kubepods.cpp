@@ -296,26 +296,25 @@ namespace {
 // containers kubelet runs on one node (its --max-pods defaults to 110).
 constexpr size_t kKubeletLogLimit = 20000;
 
-metrics::Desc infoDesc(bool names) {
-  std::vector<std::string> labels = {"pod_uid", "container_id", "qos_class"};
-  if (names) {
-    for (const char* l : {"namespace", "pod", "container"}) labels.emplace_back(l);
-  }
-  return cgroupGauge(
-      "memcg_cgroup_info",
-      names ? "Kubernetes pod (and container) of a kubepods cgroup, from its path, with its "
-              "namespace, pod and container names from kubelet's log directories "
-              "(--path.kubelet-logs); 1 per pod and container cgroup (joins kube-state-metrics "
-              "on namespace and pod)."
-            : "Kubernetes pod (and container) of a kubepods cgroup, from its path; 1 per pod and "
-              "container cgroup (join with kube-state-metrics' kube_pod_info on pod_uid = uid).",
-      std::move(labels));
-}
+const metrics::Desc kInfo = cgroupGauge(
+    "memcg_cgroup_info",
+    "Kubernetes pod (and container) of a kubepods cgroup, from its path; 1 per pod and "
+    "container cgroup (join with kube-state-metrics' kube_pod_info on pod_uid = uid).",
+    {"pod_uid", "container_id", "qos_class"});
+
+// A family of its own (not three more labels on memcg_cgroup_info): the names are
+// only known with --path.kubelet-logs and once kubelet has written the directories,
+// and memcg_cgroup_info's series must not change identity when they appear.
+const metrics::Desc kPodInfo = cgroupGauge(
+    "memcg_cgroup_pod_info",
+    "Namespace, pod and container (empty for the pod's own cgroup) of a kubepods cgroup, "
+    "from kubelet's log directories (--path.kubelet-logs); 1 per named pod and container "
+    "cgroup (joins kube-state-metrics on namespace and pod).",
+    {"namespace", "pod", "container"});
 
 class KubepodsCollector : public Collector {
  public:
-  explicit KubepodsCollector(KubepodsOptions o)
-      : opts_(std::move(o)), info_(infoDesc(!opts_.kubeletLogs.empty())) {}
+  explicit KubepodsCollector(KubepodsOptions o) : opts_(std::move(o)) {}
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     const bool names = !opts_.kubeletLogs.empty();
@@ -324,38 +323,36 @@ class KubepodsCollector : public Collector {
     for (const Cgroup& cg : ctx.tree.cgroups) {
       auto pod = kubepods::parsePath(cg.path);
       if (!pod) continue;
-      if (!names) {
-        sink.add(info_,
-                 {cg.path, sink.keep(std::move(pod->podUid)),
-                  sink.keep(std::move(pod->containerId)), kubepods::qosName(pod->qos)},
-                 1);
-        continue;
-      }
-      // the container's own log names it; its pod's directory names the pod
-      const kubepods::PodNames* n = nullptr;
-      if (!pod->containerId.empty()) {
-        auto it = logs_.containers.find(pod->containerId);
-        if (it != logs_.containers.end()) n = &it->second;
-      }
-      std::string_view ns, podName, ctr;
-      if (n) {
-        ns = n->ns;
-        podName = n->pod;
-        ctr = n->container;
-      } else if (auto it = logs_.pods.find(pod->podUid); it != logs_.pods.end()) {
-        ns = it->second.ns;
-        podName = it->second.pod;
-      }
-      sink.add(info_,
-               {cg.path, sink.keep(std::move(pod->podUid)), sink.keep(std::move(pod->containerId)),
-                kubepods::qosName(pod->qos), sink.keep(std::string(ns)),
-                sink.keep(std::string(podName)), sink.keep(std::string(ctr))},
+      if (names) addNames(sink, cg, *pod);
+      sink.add(kInfo,
+               {cg.path, sink.keep(std::move(pod->podUid)),
+                sink.keep(std::move(pod->containerId)), kubepods::qosName(pod->qos)},
                1);
     }
   }
-  std::vector<const metrics::Desc*> describe() const override { return {&info_}; }
+  std::vector<const metrics::Desc*> describe() const override {
+    if (opts_.kubeletLogs.empty()) return {&kInfo};
+    return {&kInfo, &kPodInfo};
+  }
 
  private:
+  // The container's own log names it; its pod's directory names the pod (and a
+  // container whose log kubelet has not written yet). Unknown: no series.
+  void addNames(metrics::Sink& sink, const Cgroup& cg, const kubepods::PodCgroup& pod) const {
+    const kubepods::PodNames* n = nullptr;
+    if (!pod.containerId.empty()) {
+      if (auto it = logs_.containers.find(pod.containerId); it != logs_.containers.end())
+        n = &it->second;
+    }
+    if (!n) {
+      auto it = logs_.pods.find(pod.podUid);
+      if (it == logs_.pods.end()) return;
+      n = &it->second;
+    }
+    // copies: the sink outlives this scrape's hold on logs_
+    sink.add(kPodInfo, {cg.path, sink.keep(n->ns), sink.keep(n->pod), sink.keep(n->container)}, 1);
+  }
+
   // Re-reads the log directories when one of them changed (mtime), or after a failure.
   void refresh(ScrapeContext& ctx) {
     auto mtime = [](const std::string& p) {
@@ -379,7 +376,6 @@ class KubepodsCollector : public Collector {
   }
 
   KubepodsOptions opts_;
-  metrics::Desc info_;
   std::mutex mu_;
   kubepods::KubeletLogs logs_;
   std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> stamp_;
@@ -391,7 +387,7 @@ class KubepodsCollector : public Collector {
 FlagList kubepodsFlags(KubepodsOptions& o) {
   return {{"path.kubelet-logs",
            "kubelet's log directory (the node's /var/log; its pods/ and containers/ name "
-           "every pod and container): adds namespace, pod and container to memcg_cgroup_info. "
+           "every pod and container): exports memcg_cgroup_pod_info{namespace,pod,container}. "
            "Empty: off.",
            false, [&o](const std::string& v) { o.kubeletLogs = v; }, ""}};
 }

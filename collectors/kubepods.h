@@ -25,8 +25,8 @@
 // other children of a pod (e.g. CRI-O's crio-conmon-<id>.scope) do not.
 //
 // With --path.kubelet-logs (the node's /var/log, read-only), pod and container
-// cgroups also get namespace, pod and container: kubelet names its log
-// directories after them,
+// cgroups also get memcg_cgroup_pod_info{cgroup,namespace,pod,container}: kubelet
+// names its log directories after them,
 //   <logs>/pods/<namespace>_<pod>_<uid>/<container>/          (one per pod)
 //   <logs>/containers/<pod>_<namespace>_<container>-<id>.log  (one per container)
 // and none of the three names can hold a '_' (DNS labels and subdomains), so the

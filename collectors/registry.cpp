@@ -42,8 +42,8 @@ const std::vector<CollectorInfo>& collectorRegistry() {
        [](const CollectorInputs& in) { return makeVmstatCollector(in.procfsRoot); }},
       {"kubepods", true, false,
        "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths, "
-       "and with --path.kubelet-logs their namespace, pod and container names from kubelet's "
-       "log directories (memcg_cgroup_info)",
+       "(memcg_cgroup_info), and with --path.kubelet-logs their namespace, pod and container "
+       "names from kubelet's log directories (memcg_cgroup_pod_info)",
        [](const CollectorInputs& in) { return makeKubepodsCollector(in.kubepods); }},
       {"vmscan", true, true,
        "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "

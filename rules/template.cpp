@@ -341,7 +341,16 @@ class Evaluator {
       return true;
     }
     double v = 0;
-    if (!toFloat(args[0], v, err)) return false;
+    if (!toFloat(args[0], v, err)) {
+      // A label that is not a number is an error of one expansion (Prometheus
+      // reports it in the annotation), not of the template: a check passes.
+      if (!data_ || data_->checking) {
+        err.clear();
+        v = 0;
+      } else {
+        return false;
+      }
+    }
     if (f == "humanize") out = Val{Val::kStr, humanize(v)};
     else if (f == "humanize1024") out = Val{Val::kStr, humanize1024(v)};
     else if (f == "humanizeDuration") out = Val{Val::kStr, humanizeDuration(v)};
@@ -942,7 +951,7 @@ Result<std::string> expandTemplate(std::string_view text, const TemplateData& da
 
 Status checkTemplate(std::string_view text) {
   std::map<std::string, std::string> empty;
-  TemplateData d{&empty, &empty, 0};
+  TemplateData d{&empty, &empty, 0, true};
   auto r = expandTemplate(text, d);
   if (!r.ok()) return r.error();
   return Ok{};

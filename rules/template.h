@@ -24,6 +24,9 @@ struct TemplateData {
   const std::map<std::string, std::string>* labels = nullptr;
   const std::map<std::string, std::string>* externalLabels = nullptr;
   double value = 0;
+  /// checkTemplate: errors that depend on the data (a label that is not a number for
+  /// humanize) do not fail.
+  bool checking = false;
 };
 
 /// Expands `text`; an error names the action that failed.

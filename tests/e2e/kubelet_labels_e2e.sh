@@ -6,11 +6,11 @@
 #   - a kubelet log directory as kubelet writes it
 #     (pods/<namespace>_<pod>_<uid>/<container>/0.log,
 #      containers/<pod>_<namespace>_<container>-<id>.log);
-#   - the exporter with --path.kubelet-logs: memcg_cgroup_info of the pod and the
-#     container carry namespace/pod/container; a second container whose log appears
+#   - the exporter with --path.kubelet-logs: memcg_cgroup_pod_info names the pod and
+#     the container (namespace/pod/container); a second container whose log appears
 #     while the exporter runs is named at a later scrape; the alerts' join
-#     (group_left(namespace, pod, container) memcg_cgroup_info) run by the exporter's
-#     query API over its history gives the container's usage with its names.
+#     (group_left(namespace, pod, container) memcg_cgroup_pod_info) run by the
+#     exporter's query API over its history gives the container's usage with its names.
 # usage: kubelet_labels_e2e.sh path/to/memcg_exporter
 # Creates the cgroups and a temp dir; removes all of it on exit, also on failure.
 set -uo pipefail
@@ -57,14 +57,14 @@ port=$(free_port)
 "$exporter" --web.listen-address="127.0.0.1:$port" --cgroup.include="/|$top.*" \
   --collector.disable-defaults --collector.kubepods --collector.memory_usage \
   --path.kubelet-logs="$logs" \
-  --history.enable --history.match='{__name__=~"memcg_cgroup_info|memcg_memory_usage_bytes"}' \
+  --history.enable --history.match='{__name__=~"memcg_cgroup_pod_info|memcg_memory_usage_bytes"}' \
   2>"$tmp/exporter.log" &
 pids+=($!)
 base="http://127.0.0.1:$port"
 check "exporter ready" wait_http "$base/-/ready" 30
 
-info() {  # info CGROUP -> the memcg_cgroup_info line of the cgroup
-  curl -fsS "$base/metrics" | grep "^memcg_cgroup_info{cgroup=\"$1\","
+info() {  # info CGROUP -> the memcg_cgroup_pod_info line of the cgroup
+  curl -fsS "$base/metrics" | grep "^memcg_cgroup_pod_info{cgroup=\"$1\","
 }
 line_has() {  # line_has CGROUP NS POD CONTAINER
   local l
@@ -72,14 +72,14 @@ line_has() {  # line_has CGROUP NS POD CONTAINER
   echo "  $l"
   [[ $l == *"namespace=\"$2\",pod=\"$3\",container=\"$4\""* ]]
 }
-check "the pod's info carries namespace=shop pod=web-0" line_has "$pod" shop web-0 ""
-check "the container's info carries namespace=shop pod=web-0 container=app" line_has "$ctr1" shop web-0 app
+check "the pod is named: namespace=shop pod=web-0" line_has "$pod" shop web-0 ""
+check "the container is named: namespace=shop pod=web-0 container=app" line_has "$ctr1" shop web-0 app
 check "a container without a log yet: the pod's names, no container" line_has "$ctr2" shop web-0 ""
 : > "$logs/containers/web-0_shop_sidecar-$id2.log"
 check "its log appears: named at a later scrape (container=sidecar)" \
   poll_until 10 line_has "$ctr2" shop web-0 sidecar
 
-q='memcg_memory_usage_bytes * on(cgroup) group_left(namespace, pod, container) memcg_cgroup_info'
+q='memcg_memory_usage_bytes * on(cgroup) group_left(namespace, pod, container) memcg_cgroup_pod_info'
 joined() {
   curl -fsS -G "$base/api/v1/query" --data-urlencode "query=$q" | python3 -c '
 import json, sys

@@ -258,10 +258,11 @@ TEST(KubeletLogs, ReadsTheFixtureLayout) {
   EXPECT_FALSE(kubepods::readKubeletLogs("/nonexistent/memcg_exporter_test", 100).ok());
 }
 
-// With --path.kubelet-logs, memcg_cgroup_info gains namespace, pod and container:
+// With --path.kubelet-logs, memcg_cgroup_pod_info names pod and container cgroups:
 // the container's from its own log, a pod's (and a container without a log yet)
-// from the pod's directory; a pod kubelet has no directory for gets empty names.
-// A directory that changes is read again at the next scrape.
+// from the pod's directory; a pod kubelet has no directory for is not named.
+// memcg_cgroup_info is the same with and without the flag. A directory that
+// changes is read again at the next scrape.
 TEST(KubepodsCollector, NamesFromKubeletLogs) {
   test::TempTree t;
   t.copyFixture("kubelet_logs", "logs");
@@ -277,52 +278,43 @@ TEST(KubepodsCollector, NamesFromKubeletLogs) {
   KubepodsOptions o;
   o.kubeletLogs = t.path("logs");
   auto c = makeKubepodsCollector(o);
-  auto scrape = [&] {
+  auto scrape = [&](Collector& col) {
     ScrapeContext ctx(tree);
     metrics::Sink sink;
-    c->collect(ctx, sink);
+    col.collect(ctx, sink);
     EXPECT_TRUE(ctx.errors.empty());
     std::string text;
     metrics::writeText(sink.families(), text);
     return text;
   };
-  auto line = [](const std::string& cg, const std::string& uid, const std::string& id,
-                 const std::string& qos, const std::string& ns, const std::string& p,
+  auto line = [](const std::string& cg, const std::string& ns, const std::string& p,
                  const std::string& cn) {
-    return "memcg_cgroup_info{cgroup=\"" + cg + "\",pod_uid=\"" + uid + "\",container_id=\"" +
-           id + "\",qos_class=\"" + qos + "\",namespace=\"" + ns + "\",pod=\"" + p +
+    return "memcg_cgroup_pod_info{cgroup=\"" + cg + "\",namespace=\"" + ns + "\",pod=\"" + p +
            "\",container=\"" + cn + "\"} 1\n";
   };
-  std::string text = scrape();
+  std::string text = scrape(*c);
   const std::string web = "web-7d9f8c6b5-x2x9q";
-  EXPECT_NE(text.find(line(pod, kUid, "", "Burstable", "shop", web, "")), std::string::npos) << text;
-  EXPECT_NE(text.find(line(ctr, kUid, kId, "Burstable", "shop", web, "nginx")), std::string::npos) << text;
-  EXPECT_NE(text.find(line(other, kUid, std::string(64, 'b'), "Burstable", "shop", web, "")),
-            std::string::npos) << text;
-  EXPECT_NE(text.find(line(staticPod, kStaticUid, "", "Guaranteed", "kube-system", "etcd-node1", "")),
-            std::string::npos) << text;
-  EXPECT_NE(text.find(line(unknown, "11111111-2222-4333-8444-555555555555", "", "BestEffort", "", "", "")),
-            std::string::npos) << text;
+  EXPECT_NE(text.find(line(pod, "shop", web, "")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(ctr, "shop", web, "nginx")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(other, "shop", web, "")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(staticPod, "kube-system", "etcd-node1", "")), std::string::npos) << text;
+  EXPECT_EQ(text.find("memcg_cgroup_pod_info{cgroup=\"" + unknown + "\""), std::string::npos) << text;
   // the other container's log appears: the next scrape names it
   t.write("logs/containers/" + web + "_shop_sidecar-" + std::string(64, 'b') + ".log", "");
-  text = scrape();
-  EXPECT_NE(text.find(line(other, kUid, std::string(64, 'b'), "Burstable", "shop", web, "sidecar")),
-            std::string::npos) << text;
-  // without the flag the info series keep their four labels
+  text = scrape(*c);
+  EXPECT_NE(text.find(line(other, "shop", web, "sidecar")), std::string::npos) << text;
+  // memcg_cgroup_info: the same four labels as without the flag
   auto plain = makeKubepodsCollector(KubepodsOptions{});
-  ScrapeContext ctx(tree);
-  metrics::Sink sink;
-  plain->collect(ctx, sink);
-  std::string ptext;
-  metrics::writeText(sink.families(), ptext);
-  EXPECT_EQ(ptext.find("namespace="), std::string::npos) << ptext;
-  EXPECT_NE(ptext.find("memcg_cgroup_info{cgroup=\"" + ctr + "\",pod_uid=\"" + kUid +
-                       "\",container_id=\"" + kId + "\",qos_class=\"Burstable\"} 1\n"),
-            std::string::npos) << ptext;
+  const std::string ptext = scrape(*plain);
+  EXPECT_EQ(ptext.find("memcg_cgroup_pod_info"), std::string::npos) << ptext;
+  const std::string ctrInfo = "memcg_cgroup_info{cgroup=\"" + ctr + "\",pod_uid=\"" + kUid +
+                              "\",container_id=\"" + kId + "\",qos_class=\"Burstable\"} 1\n";
+  EXPECT_NE(ptext.find(ctrInfo), std::string::npos) << ptext;
+  EXPECT_NE(text.find(ctrInfo), std::string::npos) << text;
 }
 
 // An unreadable log directory fails the collector's scrape (one error) and keeps
-// the info series, without names.
+// memcg_cgroup_info, without names.
 TEST(KubepodsCollector, MissingKubeletLogsDegrade) {
   CgroupTree tree;
   const std::string pod = "/kubepods/pod" + s(kUid);

@@ -311,7 +311,9 @@ def label_problems(expr, known):
     are not in the table)."""
     selectors, clause = analyze(expr)
     problems = []
-    own = set()
+    # labels the expression makes itself: label_replace(v, "dst", "repl", "src", "regex")
+    own = set(re.findall(r'"(\w+)"\s*,\s*"[^"]*"\s*,\s*"\w*"\s*,\s*"', expr))
+    made = set(own)
     for name, labels in selectors:
         if not name or is_recording_name(name) or name in PROMETHEUS_OWN:
             return []
@@ -322,7 +324,7 @@ def label_problems(expr, known):
             if lab not in known[name] | TARGET_LABELS:
                 problems.append("label %s of %s" % (lab, name))
     for lab in clause:
-        if own and lab not in own | TARGET_LABELS:
+        if own - made and lab not in own | TARGET_LABELS:
             problems.append("label %s in a by/without/on list" % lab)
     return problems
 

@@ -23,11 +23,28 @@
 // Only pod and container cgroups parse; the kubepods root, the QoS slices,
 // cgroups below a container's own (nested cgroups inside a container) and
 // other children of a pod (e.g. CRI-O's crio-conmon-<id>.scope) do not.
+//
+// With --path.kubelet-logs (the node's /var/log, read-only), pod and container
+// cgroups also get memcg_cgroup_pod_info{cgroup,namespace,pod,container}: kubelet
+// names its log directories after them,
+//   <logs>/pods/<namespace>_<pod>_<uid>/<container>/          (one per pod)
+//   <logs>/containers/<pod>_<namespace>_<container>-<id>.log  (one per container)
+// and none of the three names can hold a '_' (DNS labels and subdomains), so the
+// names split unambiguously. What is read is bounded by the pods on the node
+// (kubelet removes a pod's directory with the pod) and re-read only when a
+// directory changes (its mtime).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+
+#include "common/flag_spec.h"
+#include "common/result.h"
 
 namespace memcg::kubepods {
 
@@ -47,4 +64,38 @@ struct PodCgroup {
 /// not a pod or container cgroup of kubelet's layout.
 std::optional<PodCgroup> parsePath(std::string_view cgroupPath);
 
+struct PodNames {
+  std::string ns, pod, container;  ///< container: empty for a pod
+};
+
+/// Names from kubelet's log directories: pods by UID, containers by runtime id.
+struct KubeletLogs {
+  std::unordered_map<std::string, PodNames> pods, containers;
+  size_t skipped = 0;  ///< entries that are not kubelet's layout
+};
+
+/// "<namespace>_<pod>_<uid>" (a directory of <logs>/pods): uid and names.
+std::optional<std::pair<std::string, PodNames>> parsePodLogDir(std::string_view name);
+/// "<pod>_<namespace>_<container>-<id>.log" (a file of <logs>/containers): id and names.
+std::optional<std::pair<std::string, PodNames>> parseContainerLog(std::string_view name);
+
+/// Reads <root>/pods and <root>/containers (at most `limit` entries each; a
+/// missing directory is empty). Fails only when root itself cannot be read.
+Result<KubeletLogs> readKubeletLogs(const std::string& root, size_t limit);
+
 }  // namespace memcg::kubepods
+
+namespace memcg {
+
+struct KubepodsOptions {
+  /// --path.kubelet-logs: the directory holding kubelet's pods/ and containers/
+  /// log directories (the node's /var/log); empty: no namespace/pod/container.
+  std::string kubeletLogs;
+};
+
+FlagList kubepodsFlags(KubepodsOptions& o);
+
+class Collector;
+std::unique_ptr<Collector> makeKubepodsCollector(const KubepodsOptions& o);
+
+}  // namespace memcg

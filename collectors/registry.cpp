@@ -22,6 +22,7 @@ FlagList collectorFlags(CollectorOptions& o) {
   for (auto& f : memoryEventsFlags(o.memoryEvents)) out.push_back(std::move(f));
   for (auto& f : taskstatsFlags(o.taskstats)) out.push_back(std::move(f));
   for (auto& f : vmscanFlags(o.vmscan)) out.push_back(std::move(f));
+  for (auto& f : kubepodsFlags(o.kubepods)) out.push_back(std::move(f));
   return out;
 }
 
@@ -40,9 +41,10 @@ const std::vector<CollectorInfo>& collectorRegistry() {
       {"vmstat", true, false, "node-wide reclaim counters from /proc/vmstat",
        [](const CollectorInputs& in) { return makeVmstatCollector(in.procfsRoot); }},
       {"kubepods", true, false,
-       "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths "
-       "(memcg_cgroup_info; reads no file)",
-       [](const CollectorInputs&) { return makeKubepodsCollector(); }},
+       "Kubernetes pod UID, container id and QoS class of kubelet's cgroups, from their paths, "
+       "(memcg_cgroup_info), and with --path.kubelet-logs their namespace, pod and container "
+       "names from kubelet's log directories (memcg_cgroup_pod_info)",
+       [](const CollectorInputs& in) { return makeKubepodsCollector(in.kubepods); }},
       {"vmscan", true, true,
        "vmscan and cgroup tracepoints from a private tracefs instance: per-cgroup reclaim "
        "counts and stalls, LRU scans, kswapd, migrations (needs root)",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/kubepods.h"
 #include "collectors/memory_events.h"
 #include "collectors/memory_stat.h"
 #include "collectors/memory_usage.h"
@@ -25,6 +26,7 @@ struct CollectorOptions {
   MemoryEventsOptions memoryEvents;
   TaskstatsOptions taskstats;
   VmscanOptions vmscan;
+  KubepodsOptions kubepods;
 };
 
 /// The flags of every collector's options, in registry order.
@@ -37,6 +39,7 @@ struct CollectorInputs {
   MemoryStatOptions memoryStat;
   MemoryUsageOptions memoryUsage;
   MemoryEventsOptions memoryEvents;
+  KubepodsOptions kubepods;
   tracing::Tracer* tracer = nullptr;  ///< vmscan: null while down
   Error tracingDown;                  ///< vmscan: why tracer is null
   TaskstatsService* taskstats = nullptr;

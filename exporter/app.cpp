@@ -66,6 +66,7 @@ App::App(const Options& opts) : opts_(opts) {
   in.memoryStat = opts_.collectors.memoryStat;
   in.memoryUsage = opts_.collectors.memoryUsage;
   in.memoryEvents = opts_.collectors.memoryEvents;
+  in.kubepods = opts_.collectors.kubepods;
   in.tracer = tracing_.tracer.get();
   in.tracingDown = tracing_.down;
   in.taskstats = taskstats_.get();

@@ -4,14 +4,17 @@
   alerts_lint.py ALERTS_DIR
 
 - every alerting rule has a severity label (critical, warning, info) and the summary,
-  description and runbook_url annotations; runbook_url is alerts/RUNBOOK.md#<anchor> and
-  RUNBOOK.md has a heading with that anchor;
+  description and runbook_url annotations; runbook_url is <base>#<anchor> with one
+  absolute base (http:// or https://, ending in RUNBOOK.md) for every rule file and
+  rule test, and RUNBOOK.md has a heading with that anchor (alerts/protect.rules.yml
+  may still use the older repository-relative alerts/RUNBOOK.md#<anchor>);
 - a rule with an `action` label has action "protect" and valid start_margin /
   target_margin labels (bytes with an IEC unit, like 64MiB, or a percent of the limit,
   like 10%), the start below the target when both are in one form;
 - every alert has a promtool test (alerts/tests/*.yml, loading the file that defines it)
   where it fires and one where it stays silent;
-- every memcg_exporter:threshold:* recording rule is a vector(N), is used by an alert,
+- every memcg_exporter:threshold:* recording rule is a vector(N), is used by an alert
+  or a recording rule,
   and RUNBOOK.md's threshold table lists it with the same N.
 Python 3 with python3-yaml.
 """
@@ -60,6 +63,7 @@ def main():
 
     rule_files = sorted(f for f in os.listdir(root) if f.endswith(".rules.yml"))
     alerts = {}  # name -> rule file
+    bases = {}  # runbook base -> where it was first seen
     thresholds = {}  # name -> value
     alert_exprs = []
     for rf in rule_files:
@@ -74,6 +78,9 @@ def main():
                             errors.append("%s: %s is not vector(N)" % (rf, name))
                             continue
                         thresholds[name] = m.group(1)
+                    else:
+                        # a derived signal an alert reads (e.g. memory.high throttling)
+                        alert_exprs.append(r["expr"])
                     continue
                 name = r["alert"]
                 if name in alerts:
@@ -88,11 +95,15 @@ def main():
                     if not ann.get(a):
                         errors.append("%s: %s: no %s annotation" % (rf, name, a))
                 url = ann.get("runbook_url", "")
-                m = re.fullmatch(r"alerts/RUNBOOK\.md#([\w-]+)", url)
+                m = re.fullmatch(r"(https?://\S+/RUNBOOK\.md)#([\w-]+)", url)
+                if m:
+                    bases.setdefault(m.group(1), "%s: %s" % (rf, name))
+                elif rf == "protect.rules.yml":
+                    m = re.fullmatch(r"()alerts/RUNBOOK\.md#([\w-]+)", url)
                 if not m:
-                    errors.append("%s: %s: runbook_url %r is not alerts/RUNBOOK.md#<anchor>" % (rf, name, url))
-                elif m.group(1) not in anchors:
-                    errors.append("%s: %s: RUNBOOK.md has no section #%s" % (rf, name, m.group(1)))
+                    errors.append("%s: %s: runbook_url %r is not <base>/RUNBOOK.md#<anchor>" % (rf, name, url))
+                elif m.group(2) not in anchors:
+                    errors.append("%s: %s: RUNBOOK.md has no section #%s" % (rf, name, m.group(2)))
                 if "action" in labels:
                     if labels["action"] != "protect":
                         errors.append("%s: %s: action %r (only protect exists)" % (rf, name, labels["action"]))
@@ -119,7 +130,10 @@ def main():
     for tf in sorted(os.listdir(tdir)):
         if not tf.endswith(".yml"):
             continue
-        doc = yaml.safe_load(open(os.path.join(tdir, tf)))
+        text = open(os.path.join(tdir, tf)).read()
+        for m in re.finditer(r"runbook_url:\s*'?(https?://\S+/RUNBOOK\.md)#", text):
+            bases.setdefault(m.group(1), "tests/" + tf)
+        doc = yaml.safe_load(text)
         loaded = {os.path.basename(p) for p in doc.get("rule_files", [])}
         for t in doc.get("tests", []):
             for at in t.get("alert_rule_test", []) or []:
@@ -136,6 +150,9 @@ def main():
         if name not in silent:
             errors.append("alert %s has no test where it stays silent" % name)
 
+    if len(bases) > 1:
+        errors.append("runbook_url has %d bases, one is the rule: %s (alerts/runbook_base.sh sets one)"
+                      % (len(bases), "; ".join("%s in %s" % kv for kv in sorted(bases.items()))))
     for e in errors:
         print("FAIL %s" % e)
     print("alerts lint: %d rule files, %d alerts, %d thresholds, %d with a firing test, %d with a silent test, %d problems"

@@ -43,7 +43,8 @@ for mode in v1 v2 hybrid; do
       --path.tracefs="$tmp/no-tracefs" --collector.vmscan.instance="memcg_exporter_test_alerts_names_$$" \
       --collector.vmscan.locks --collector.vmscan.lock-callers --collector.vmscan.lru-detail \
       --collector.vmscan.shrink-slab --collector.taskstats \
-      --controller.enable --controller.dry-run --controller.journal="$tmp/journal" 2>"$tmp/$mode.log" &
+      --controller.enable --controller.dry-run --controller.journal="$tmp/journal" \
+      --path.kubelet-logs="$repo/tests/fixtures/kubelet_logs" 2>"$tmp/$mode.log" &
     pid=$!
     serving "$pid" "http://127.0.0.1:$port/-/healthy" 10 && break
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=""

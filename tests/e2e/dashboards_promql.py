@@ -286,7 +286,9 @@ PROMETHEUS_OWN = {"up", "ALERTS", "ALERTS_FOR_STATE", "scrape_duration_seconds",
 
 
 # Labels every series has once Prometheus scraped it, or that PromQL / the rules make.
-TARGET_LABELS = {"job", "instance", "__name__", "alertname", "alertstate", "severity"}
+# Prometheus' and the scrape config's labels; "cluster" is the label a fleet's targets
+# carry for the dashboards' cluster variable.
+TARGET_LABELS = {"job", "instance", "cluster", "__name__", "alertname", "alertstate", "severity"}
 
 
 def table_names(tables):
@@ -309,7 +311,9 @@ def label_problems(expr, known):
     are not in the table)."""
     selectors, clause = analyze(expr)
     problems = []
-    own = set()
+    # labels the expression makes itself: label_replace(v, "dst", "repl", "src", "regex")
+    own = set(re.findall(r'"(\w+)"\s*,\s*"[^"]*"\s*,\s*"\w*"\s*,\s*"', expr))
+    made = set(own)
     for name, labels in selectors:
         if not name or is_recording_name(name) or name in PROMETHEUS_OWN:
             return []
@@ -320,7 +324,7 @@ def label_problems(expr, known):
             if lab not in known[name] | TARGET_LABELS:
                 problems.append("label %s of %s" % (lab, name))
     for lab in clause:
-        if own and lab not in own | TARGET_LABELS:
+        if own - made and lab not in own | TARGET_LABELS:
             problems.append("label %s in a by/without/on list" % lab)
     return problems
 
@@ -515,6 +519,10 @@ def cmd_queries(args):
                 variables["cgroup"] = (list(args.cgroup), multi)
             elif got:
                 variables[v["name"]] = ([got[0]], False)
+            elif v.get("includeAll") and v.get("allValue"):
+                # Grafana: no values and All -> the allValue (e.g. cluster=~".*" where
+                # no target has a cluster label)
+                variables[v["name"]] = ([v["allValue"]], False)
             else:
                 failures.append("%s: no values" % label)
                 variables[v["name"]] = (["none"], False)

@@ -273,6 +273,9 @@ install -m 0644 "${GUEST_DIR}/lib.sh" "${rootfs}/tests/lib.sh"
 for t in "${GUEST_DIR}"/test_*.sh; do
   install -m 0644 "${t}" "${rootfs}/tests/${t##*/}"
 done
+# The shipped rules, for the in-process rule engine of test_40 (one page per event).
+install -D -m 0644 "${REPO_ROOT}/alerts/memcg_exporter.rules.yml" \
+  "${rootfs}/etc/memcg_exporter/memcg_exporter.rules.yml"
 # The host kernel's event formats (the tracing unit tests' fixtures): the
 # tracing test reports which of the guest kernel's formats differ from them.
 if [[ -d "${REPO_ROOT}/tests/fixtures/tracefs/events" ]]; then

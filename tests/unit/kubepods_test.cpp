@@ -7,6 +7,7 @@
 #include "collectors/collector.h"
 #include "collectors/registry.h"
 #include "metrics/text_format.h"
+#include "tests/support/temp_tree.h"
 
 namespace memcg {
 namespace {
@@ -206,6 +207,126 @@ TEST(KubepodsCollector, OneInfoSeriesPerPodAndContainerCgroup) {
   EXPECT_NE(text.find(line(sysCtr, kUid, kId, "Guaranteed")), std::string::npos) << text;
   EXPECT_EQ(text.find("cgroup=\"/kubepods\""), std::string::npos) << text;
   EXPECT_EQ(text.find("cgroup=\"/system.slice\""), std::string::npos) << text;
+}
+
+
+// kubelet's log directory names, split as kubelet joins them.
+TEST(KubeletLogs, ParsesPodDirectoriesAndContainerLogs) {
+  auto p = kubepods::parsePodLogDir(s("shop_web-7d9f8c6b5-x2x9q_") + kUid);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->first, kUid);
+  EXPECT_EQ(p->second.ns, "shop");
+  EXPECT_EQ(p->second.pod, "web-7d9f8c6b5-x2x9q");
+  auto st = kubepods::parsePodLogDir(s("kube-system_etcd-node1_") + kStaticUid);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->first, kStaticUid);
+  auto c = kubepods::parseContainerLog(s("web-7d9f8c6b5-x2x9q_shop_log-shipper-") + kId + ".log");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->first, kId);
+  EXPECT_EQ(c->second.ns, "shop");
+  EXPECT_EQ(c->second.pod, "web-7d9f8c6b5-x2x9q");
+  EXPECT_EQ(c->second.container, "log-shipper");
+  // not kubelet's: too few or too many parts, a bad UID or id, no .log, names with
+  // characters Kubernetes does not allow
+  for (const std::string& bad :
+       {s("shop_web"), s("shop_web_x_") + kUid, s("shop_web_not-a-uid"), s("Shop_web_") + kUid,
+        s("_web_") + kUid}) {
+    EXPECT_FALSE(kubepods::parsePodLogDir(bad)) << bad;
+  }
+  for (const std::string& bad :
+       {s("web_shop_nginx-") + kId, s("web_shop_nginx-xyz.log"), s("web_shop_nginx.log"),
+        s("web_shop_-") + kId + ".log", s("web_shop_ng_inx-") + kId + ".log"}) {
+    EXPECT_FALSE(kubepods::parseContainerLog(bad)) << bad;
+  }
+}
+
+// The committed layout (tests/fixtures/kubelet_logs): two pods, two container logs,
+// a stray entry in each directory that is skipped and counted.
+TEST(KubeletLogs, ReadsTheFixtureLayout) {
+  auto r = kubepods::readKubeletLogs(test::fixturePath("kubelet_logs"), 100);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->pods.size(), 2u);
+  EXPECT_EQ(r->containers.size(), 2u);
+  EXPECT_EQ(r->skipped, 2u);
+  EXPECT_EQ(r->pods.at(kUid).pod, "web-7d9f8c6b5-x2x9q");
+  EXPECT_EQ(r->pods.at(kStaticUid).ns, "kube-system");
+  EXPECT_EQ(r->containers.at(kId).container, "nginx");
+  // bounded: at most `limit` entries of each directory are read
+  auto few = kubepods::readKubeletLogs(test::fixturePath("kubelet_logs"), 1);
+  ASSERT_TRUE(few.ok());
+  EXPECT_LE(few->pods.size() + few->containers.size(), 2u);
+  EXPECT_FALSE(kubepods::readKubeletLogs("/nonexistent/memcg_exporter_test", 100).ok());
+}
+
+// With --path.kubelet-logs, memcg_cgroup_pod_info names pod and container cgroups:
+// the container's from its own log, a pod's (and a container without a log yet)
+// from the pod's directory; a pod kubelet has no directory for is not named.
+// memcg_cgroup_info is the same with and without the flag. A directory that
+// changes is read again at the next scrape.
+TEST(KubepodsCollector, NamesFromKubeletLogs) {
+  test::TempTree t;
+  t.copyFixture("kubelet_logs", "logs");
+  const std::string pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" +
+                          s(kUidSystemd) + ".slice";
+  const std::string ctr = pod + "/cri-containerd-" + kId + ".scope";
+  const std::string other = pod + "/cri-containerd-" + std::string(64, 'b') + ".scope";
+  const std::string staticPod = "/kubepods/pod" + s(kStaticUid);
+  const std::string unknown = "/kubepods/besteffort/pod11111111-2222-4333-8444-555555555555";
+  CgroupTree tree;
+  for (const std::string& p : {s("/"), pod, ctr, other, staticPod, unknown})
+    tree.cgroups.push_back(Cgroup{p, 0, 0, nullptr, nullptr});
+  KubepodsOptions o;
+  o.kubeletLogs = t.path("logs");
+  auto c = makeKubepodsCollector(o);
+  auto scrape = [&](Collector& col) {
+    ScrapeContext ctx(tree);
+    metrics::Sink sink;
+    col.collect(ctx, sink);
+    EXPECT_TRUE(ctx.errors.empty());
+    std::string text;
+    metrics::writeText(sink.families(), text);
+    return text;
+  };
+  auto line = [](const std::string& cg, const std::string& ns, const std::string& p,
+                 const std::string& cn) {
+    return "memcg_cgroup_pod_info{cgroup=\"" + cg + "\",namespace=\"" + ns + "\",pod=\"" + p +
+           "\",container=\"" + cn + "\"} 1\n";
+  };
+  std::string text = scrape(*c);
+  const std::string web = "web-7d9f8c6b5-x2x9q";
+  EXPECT_NE(text.find(line(pod, "shop", web, "")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(ctr, "shop", web, "nginx")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(other, "shop", web, "")), std::string::npos) << text;
+  EXPECT_NE(text.find(line(staticPod, "kube-system", "etcd-node1", "")), std::string::npos) << text;
+  EXPECT_EQ(text.find("memcg_cgroup_pod_info{cgroup=\"" + unknown + "\""), std::string::npos) << text;
+  // the other container's log appears: the next scrape names it
+  t.write("logs/containers/" + web + "_shop_sidecar-" + std::string(64, 'b') + ".log", "");
+  text = scrape(*c);
+  EXPECT_NE(text.find(line(other, "shop", web, "sidecar")), std::string::npos) << text;
+  // memcg_cgroup_info: the same four labels as without the flag
+  auto plain = makeKubepodsCollector(KubepodsOptions{});
+  const std::string ptext = scrape(*plain);
+  EXPECT_EQ(ptext.find("memcg_cgroup_pod_info"), std::string::npos) << ptext;
+  const std::string ctrInfo = "memcg_cgroup_info{cgroup=\"" + ctr + "\",pod_uid=\"" + kUid +
+                              "\",container_id=\"" + kId + "\",qos_class=\"Burstable\"} 1\n";
+  EXPECT_NE(ptext.find(ctrInfo), std::string::npos) << ptext;
+  EXPECT_NE(text.find(ctrInfo), std::string::npos) << text;
+}
+
+// An unreadable log directory fails the collector's scrape (one error) and keeps
+// memcg_cgroup_info, without names.
+TEST(KubepodsCollector, MissingKubeletLogsDegrade) {
+  CgroupTree tree;
+  const std::string pod = "/kubepods/pod" + s(kUid);
+  tree.cgroups.push_back(Cgroup{pod, 0, 0, nullptr, nullptr});
+  KubepodsOptions o;
+  o.kubeletLogs = "/nonexistent/memcg_exporter_test_kubelet_logs";
+  auto c = makeKubepodsCollector(o);
+  ScrapeContext ctx(tree);
+  metrics::Sink sink;
+  c->collect(ctx, sink);
+  EXPECT_EQ(ctx.errors.size(), 1u);
+  EXPECT_EQ(sink.sampleCount(), 1u);
 }
 
 }  // namespace

@@ -36,7 +36,11 @@ TEST(RulesTemplate, GoFormatting) {
   EXPECT_EQ(expand("{{ $value | humanizeDuration }}", 0.25), "250ms");
   EXPECT_EQ(expand("{{ $value | humanizePercentage }}", 0.1234), "12.34%");
   EXPECT_EQ(expand("{{ $value | humanize }}", std::nan("")), "NaN");
-  EXPECT_EQ(expand("{{ $labels.cgroup }}/{{ .Labels.x }}", 0, {{"cgroup", "/a"}}), "/a/<no value>");
+  // $labels is a map[string]string in Prometheus: a missing key prints "" (promtool
+  // agrees, tests/rules/pass_templates_fmt_test.yml)
+  EXPECT_EQ(expand("{{ $labels.cgroup }}/{{ .Labels.x }}", 0, {{"cgroup", "/a"}}), "/a/");
+  EXPECT_EQ(expand("{{ $value | printf \"%d\" }}", 3), "%!d(float64=3)");
+  EXPECT_EQ(expand("{{ printf \"%d|%x|%s\" 42 255 3 }}", 0), "42|ff|%!s(int=3)");
   EXPECT_EQ(expand("a {{- \" b \" -}} c", 0), "a b c");
 }
 

@@ -27,6 +27,9 @@ case $what in
     n=$(docker-compose -f docker/compose.yml config --services | wc -l)
     [ "$n" -eq 4 ] || { echo "expected 4 services, got $n"; exit 1; }
     echo "docker-compose config: compose.yml ($n services) and + compose.controller.yml valid"
+    # Grafana's provisioning as Grafana reads it (mounts, paths, data source URLs).
+    docker-compose -f docker/compose.yml config > "$tmp/compose.yml"
+    python3 tests/deploy/compose_grafana_check.py "$src" "$tmp/compose.yml"
     ;;
   promtool)
     need promtool

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The deployment files' checks (ctest lint.deploy_*). No container engine needed.
-#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join <source dir> <build dir>
+#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join|systemd <source dir> <build dir>
 # Exit 77 (skipped) when a tool is missing or, for amtool, when
 # alerts/alertmanager.yml is not on this branch yet.
 set -euo pipefail
@@ -80,5 +80,24 @@ if norm(expr) not in norm(open(src + "/README.md").read()):
 print("README's join is the tested one")
 PY
     ;;
-  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join <src> <build>" >&2; exit 2 ;;
+  systemd)
+    need systemd-analyze
+    # The unit as shipped: hardening as systemd scores it (offline: no running
+    # systemd needed), and what an operator relies on.
+    unit=packaging/systemd/memcg_exporter.service
+    systemd-analyze security --offline=true "$unit" > "$tmp/security.txt" 2>&1 || true
+    score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security.txt")
+    echo "systemd-analyze security $unit: exposure ${score:-?} (gate: <= 2.5)"
+    if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }'; then
+      grep '✗' "$tmp/security.txt" || cat "$tmp/security.txt"; exit 1
+    fi
+    for want in '^ExecReload=/bin/kill -HUP \$MAINPID$' '^SystemCallFilter=@system-service$' \
+                '^User=memcg_exporter$' '^AmbientCapabilities=CAP_DAC_OVERRIDE$'; do
+      grep -q "$want" "$unit" || { echo "FAIL: $unit has no line matching $want"; exit 1; }
+    done
+    # The drop-in for the controller parses as a unit fragment.
+    grep -q '^\[Service\]' packaging/systemd/examples/controller.conf
+    echo "unit: ExecReload, SystemCallFilter, User= with ambient capabilities present"
+    ;;
+  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join|systemd <src> <build>" >&2; exit 2 ;;
 esac

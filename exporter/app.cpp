@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "collectors/process.h"
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "controller/controller_collector.h"
@@ -113,7 +114,10 @@ App::App(const Options& opts) : opts_(opts) {
     collectors.push_back({"rules", std::make_unique<RulesCollector>(
                                       rules_, notifier_,
                                       !opts_.rules.notifier.alertmanagerUrls.empty())});
-  collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
+  if (!opts_.disableExporterMetrics) {
+    collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
+    collectors.push_back({"process", makeProcessCollector(), true});
+  }
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = discovery_->refresh(); !t.ok()) {
@@ -159,6 +163,7 @@ void App::dropPrivileges() {
     const auto& s = tracing_.tracer->session();
     n.tracefsVisibleMount = s.mountedByUs() && !s.privateMount();
     n.lockSymbols = opts_.collectors.vmscan.locks || opts_.collectors.vmscan.lockCallers;
+    n.tracefsInstanceNotOwned = ::geteuid() != 0;
   }
   n.taskstats = taskstats_ != nullptr;
   n.delayacctRestore = n.taskstats && opts_.collectors.taskstats.enableDelayacct;
@@ -342,6 +347,7 @@ void App::buildRoutes() {
          auto keep = scraper.scrape(sink);
          if (history_) history_->collectMetrics(sink);
          if (queryApi_) queryApi_->collectMetrics(sink);
+         if (server_ && !opts_.disableExporterMetrics) server_->collect(sink);
          metrics::writeText(sink.families(), r.body);
          r.contentType = "text/plain; version=0.0.4; charset=utf-8";
          r.compressible = true;
@@ -360,6 +366,8 @@ void App::buildRoutes() {
     parts.extraMetrics = history::History::describeMetrics();
     for (const auto* d : history::QueryApi::describeMetrics()) parts.extraMetrics.push_back(d);
   }
+  if (!opts_.disableExporterMetrics)
+    for (const auto* d : HttpServer::describe()) parts.extraMetrics.push_back(d);
   api::registerRoutes(routes_, std::move(parts));
   controllerApi_->registerRoutes(routes_);
   if (queryApi_) queryApi_->registerRoutes(routes_);

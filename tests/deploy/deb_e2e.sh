@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The .deb end to end (root): build it with CPack, compare its files with the
 # install manifest, install it with dpkg, `systemd-analyze verify` the unit,
-# run the installed binary on a free loopback port and scrape /metrics, then
-# dpkg --purge and check nothing of it is left. The machine is left as found,
+# run the installed binary on a free loopback port and scrape /metrics,
+# upgrade over itself, then dpkg --purge and check nothing of it is left. The machine is left as found,
 # also on failure (the trap purges). Skipped (77) when not root, without
 # dpkg/cpack, or when memcg-exporter (or its files) were there before.
 #   deb_e2e.sh <source dir> <build dir>
@@ -97,7 +97,32 @@ grep -q '^memcg_exporter_collector_success{collector="memory_stat"} 1' "$tmp/met
 echo "installed binary: /metrics on 127.0.0.1:$port, $(grep -c '^memcg' "$tmp/metrics") samples"
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
-# 5. Purge: nothing of it is left.
+# 5. Upgrade over the installed package (the same build, a second `dpkg -i`:
+# dpkg runs prerm upgrade and postinst configure <old version>, as for a newer
+# one): the edited conffile is kept, the user stays, and with systemd running
+# a started service is restarted on the new binary (new MainPID).
+echo 'ARGS="--no-collector.vmscan"  # memcg_exporter_test edit' >> /etc/default/memcg_exporter
+oldpid=
+if [ -d /run/systemd/system ]; then
+  systemctl start memcg_exporter.service
+  sleep 1
+  oldpid=$(systemctl show -p MainPID --value memcg_exporter.service)
+fi
+dpkg -i "$deb" >"$tmp/upgrade.log" 2>&1 || { cat "$tmp/upgrade.log"; exit 1; }
+grep -q 'memcg_exporter_test edit' /etc/default/memcg_exporter ||
+  { echo "FAIL: the upgrade replaced the edited conffile"; exit 1; }
+getent passwd memcg_exporter >/dev/null || { echo "FAIL: the upgrade lost the user"; exit 1; }
+if [ -n "$oldpid" ]; then
+  newpid=$(systemctl show -p MainPID --value memcg_exporter.service)
+  [ "$newpid" != 0 ] && [ "$newpid" != "$oldpid" ] ||
+    { echo "FAIL: the service was not restarted on upgrade (MainPID $oldpid -> $newpid)"; exit 1; }
+  systemctl stop memcg_exporter.service
+  echo "upgrade: conffile kept, service restarted (MainPID $oldpid -> $newpid)"
+else
+  echo "upgrade: conffile kept, user kept (no systemd running here: the restart on upgrade is not exercised)"
+fi
+
+# 6. Purge: nothing of it is left.
 dpkg --purge $pkg >"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; exit 1; }
 if dpkg-query -W -f='${Status}' $pkg 2>/dev/null | grep -qv 'not-installed'; then
   echo "FAIL: $pkg still known to dpkg after purge"; exit 1

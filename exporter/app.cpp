@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "collectors/process.h"
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "controller/controller_collector.h"
@@ -77,12 +78,17 @@ App::App(const Options& opts) : opts_(opts) {
   }
 
   buildController();
+  if (!opts_.disableExporterMetrics) {
+    // The exporter's own process (client_golang's names) beside the cgroups'.
+    collectors.push_back({"process", makeProcessCollector(), true});
+  }
   scraper_ = std::make_unique<Scraper>(*walks_, std::move(collectors));
   // Each part registers its series once it exists (metrics/registry.h); the
   // rest register in buildHistory() and buildRules().
   metrics_.add("collectors", *scraper_);
   if (controller_) metrics_.add("controller", controller::makeControllerCollector(*controller_));
-  metrics_.add("privileges", makePrivilegesCollector(capabilitiesDropped_));
+  if (!opts_.disableExporterMetrics)
+    metrics_.add("privileges", makePrivilegesCollector(capabilitiesDropped_));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
   if (auto t = walks_->walkNow(); !t.ok()) {
     log::warn("first cgroup discovery failed", "err=" + log::quote(t.error().message()));
@@ -110,6 +116,7 @@ void App::dropPrivileges() {
     const auto& s = tracing_.tracer->session();
     n.tracefsVisibleMount = s.mountedByUs() && !s.privateMount();
     n.lockSymbols = opts_.collectors.vmscan.locks || opts_.collectors.vmscan.lockCallers;
+    n.tracefsInstanceNotOwned = ::geteuid() != 0;
   }
   n.taskstats = taskstats_ != nullptr;
   n.delayacctRestore = n.taskstats && opts_.collectors.taskstats.enableDelayacct;
@@ -321,6 +328,7 @@ void App::buildFront() {
   fo.controllerTokenFile = opts_.controller.tokenFile;
   fo.queryTimeoutMs = opts_.history.queryTimeoutMs;
   fo.queryMaxSamples = opts_.history.queryMaxSamples;
+  fo.exporterMetrics = !opts_.disableExporterMetrics;
   web::FrontParts parts{*scraper_, metrics_};
   parts.tracer = tracing_.tracer.get();
   parts.taskstats = taskstats_.get();

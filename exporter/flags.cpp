@@ -93,6 +93,20 @@ FlagList flagTable(Options& o) {
                  o.logLevel = v;
                },
                "info"});
+  f.push_back({"log.format", "Output format of log messages: logfmt or json.", false,
+               [&o](const std::string& v) {
+                 log::Format fmt;
+                 if (!log::parseFormat(v, fmt)) {
+                   throw std::invalid_argument("--log.format must be logfmt or json, got \"" +
+                                               v + "\"");
+                 }
+                 o.logFormat = v;
+               },
+               "logfmt"});
+  f.push_back(switchFlag("web.disable-exporter-metrics",
+                         "Exclude the exporter's own metrics about itself (process_*, the HTTP "
+                         "server's memcg_exporter_http_*, capabilities) from /metrics.",
+                         o.disableExporterMetrics));
   f.push_back(switchFlag("capabilities.drop",
                          "After start-up keep only the capabilities the enabled collectors and "
                          "the controller use (docs/configuration.md, \"Privileges\").",

@@ -32,6 +32,10 @@ struct Options {
   std::string webConfigFile;  ///< --web.config.file (web_config.h); empty: open
   bool dropCapabilities = true;  ///< --[no-]capabilities.drop (privileges.h)
   std::string logLevel = "info";
+  std::string logFormat = "logfmt";  ///< --log.format (common/log.h)
+  /// --web.disable-exporter-metrics: no process_*, HTTP server or privilege
+  /// families on /metrics (the collectors' success and duration stay).
+  bool disableExporterMetrics = false;
   DiscoveryOptions discovery;
   CollectorOptions collectors;  ///< each collector's own options
   controller::ControllerOptions controller;

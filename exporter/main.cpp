@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   log::Level level = log::Level::kInfo;
   log::parseLevel(opts.logLevel, level);
   log::setLevel(level);
+  log::Format format = log::Format::kLogfmt;
+  log::parseFormat(opts.logFormat, format);
+  log::setFormat(format);
 
   // Signals are taken by sigwait() below; block them before any thread starts.
   sigset_t sigs;

@@ -197,6 +197,8 @@ std::vector<KeptCapability> neededCapabilities(const PrivilegeNeeds& n) {
   };
   if (n.tracefsVisibleMount)
     add(CAP_SYS_ADMIN, "vmscan: unmount the tracefs it mounted, at exit");
+  if (n.tracefsInstanceNotOwned)
+    add(CAP_DAC_OVERRIDE, "vmscan: remove its tracefs instance at exit (not root)");
   if (n.lockSymbols) add(CAP_SYSLOG, "vmscan locks: kernel addresses in /proc/kallsyms");
   if (n.taskstats) add(CAP_NET_ADMIN, "taskstats: netlink queries");
   if (n.delayacctRestore)

@@ -44,6 +44,10 @@ namespace memcg {
 struct PrivilegeNeeds {
   bool tracefsVisibleMount = false;  ///< we mounted tracefs visibly: umount at exit
   bool lockSymbols = false;          ///< --collector.vmscan.locks: /proc/kallsyms
+  /// The tracer made its tracefs instance as a non-root user (the systemd
+  /// unit's User= with ambient CAP_DAC_OVERRIDE): removing it at exit needs
+  /// the override again, tracefs being root's.
+  bool tracefsInstanceNotOwned = false;
   bool taskstats = false;
   bool delayacctRestore = false;  ///< --collector.taskstats.enable-delayacct
   bool controller = false;

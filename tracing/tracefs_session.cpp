@@ -153,7 +153,10 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   const std::string& name = opts.instance_name;
   const std::string inst_path = s->root_ + "/instances/" + name;
   s->instance_dir_ = s->display_root_ + "/instances/" + name;
-  if (::access((s->root_ + "/instances").c_str(), W_OK) != 0) {
+  // AT_EACCESS: as the effective user with its capabilities (access(2) asks
+  // as the real user and, for a non-root one, without capabilities: a
+  // non-root exporter with CAP_DAC_OVERRIDE, the systemd unit's, can create it).
+  if (::faccessat(AT_FDCWD, (s->root_ + "/instances").c_str(), W_OK, AT_EACCESS) != 0) {
     return makeError(errno == ENOENT ? ENOENT : EACCES, s->display_root_ + "/instances",
                      "cannot create a tracefs instance (needs root)");
   }
@@ -196,7 +199,8 @@ Result<std::unique_ptr<TracefsSession>> TracefsSession::open(const SessionOption
   if (memcg_tfs_set_buffer_size_kb(s->instance_, opts.buffer_kb_per_cpu) != 0) {
     return makeError(errno, s->instance_dir_ + "/buffer_size_kb", "set buffer size");
   }
-  if (opts.subbuf_kb > 0 && ::access((inst_path + "/buffer_subbuf_size_kb").c_str(), W_OK) == 0) {
+  if (opts.subbuf_kb > 0 && ::faccessat(AT_FDCWD, (inst_path + "/buffer_subbuf_size_kb").c_str(),
+                                         W_OK, AT_EACCESS) == 0) {
     // Best effort: a kernel that refuses keeps its size, read back below.
     if (memcg_tfs_instance_file_write(s->instance_, "buffer_subbuf_size_kb",
                                       std::to_string(opts.subbuf_kb).c_str()) != 0) {

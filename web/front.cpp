@@ -1,5 +1,6 @@
 #include "web/front.h"
 
+#include <atomic>
 #include <stdexcept>
 
 #include "collectors/scraper.h"
@@ -28,6 +29,8 @@ struct Front::Impl {
   std::unique_ptr<rules::RulesApi> rulesApi;
   std::unique_ptr<WebAuth> webAuth;  ///< --web.config.file; before the server
   std::unique_ptr<HttpServer> server;
+  /// `server` for the registry's readers (the sampler may collect while serve() starts it).
+  std::atomic<HttpServer*> liveServer{nullptr};
 
   Impl(FrontOptions o, FrontParts p) : opts(std::move(o)), parts(p) {}
 };
@@ -61,6 +64,16 @@ Front::Front(FrontOptions opts, FrontParts parts)
   if (parts.rules && parts.actions)
     I.rulesApi = std::make_unique<rules::RulesApi>(*parts.rules, *parts.actions, *I.controllerApi);
 
+  if (I.opts.exporterMetrics) {
+    // The server is made in serve(); until then it has nothing to count.
+    Impl* impl = impl_.get();
+    parts.metrics.add("http", std::make_unique<metrics::FunctionCollectable>(
+                                  [impl](metrics::Sink& s) {
+                                    if (auto* srv = impl->liveServer.load()) srv->collect(s);
+                                  },
+                                  [] { return HttpServer::describe(); }));
+  }
+
   // The route table: one row per endpoint, each handler thin.
   metrics::Registry& reg = parts.metrics;
   I.routes.add({"GET", I.opts.telemetryPath, [&reg](const http::Request&, http::Response& r) {
@@ -91,7 +104,10 @@ Front::Front(FrontOptions opts, FrontParts parts)
   if (!I.opts.webConfigFile.empty()) I.webAuth = std::make_unique<WebAuth>(I.opts.webConfigFile);
 }
 
-Front::~Front() { impl_->server.reset(); }
+Front::~Front() {
+  impl_->liveServer.store(nullptr);
+  impl_->server.reset();
+}
 
 void Front::serve() {
   Impl& I = *impl_;
@@ -108,6 +124,7 @@ void Front::serve() {
       web.tlsContext = [auth = I.webAuth.get()] { return auth->tlsContext(); };
   }
   I.server = std::make_unique<HttpServer>(web, I.routes);
+  I.liveServer.store(I.server.get());
   log::info("listening", "address=" + I.opts.listenAddress +
                              std::string(" tls=") + (web.tlsContext ? "true" : "false") +
                              " port=" + std::to_string(I.server->port()) +

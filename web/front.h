@@ -49,6 +49,9 @@ struct FrontOptions {
   std::string controllerTokenFile;
   int64_t queryTimeoutMs = 2 * 60 * 1000;  ///< --query.timeout
   int64_t queryMaxSamples = 50'000'000;    ///< --query.max-samples
+  /// The HTTP server's own counters on /metrics (off with
+  /// --web.disable-exporter-metrics).
+  bool exporterMetrics = true;
 };
 
 /// What the handlers read and call; the App owns all of it. Null: not running.

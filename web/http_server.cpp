@@ -29,6 +29,8 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "metrics/descriptors.h"
+#include "metrics/histogram.h"
 
 namespace memcg {
 namespace {
@@ -187,6 +189,61 @@ void sendErrorNow(int fd, SSL* ssl, int status, std::string_view why) {
 
 enum class Stage { kHandshake, kIdle, kHead, kBody };
 
+/// Why a request or connection was refused: a bounded label set.
+enum Refusal {
+  kMaxConnections,  // 503: over --web.max-connections
+  kQueueFull,       // 503: kMaxQueued complete requests already wait
+  kQueueWait,       // 503: waited longer than queueWaitMs for a worker
+  kHeadTimeout,     // 408
+  kBodyTimeout,     // 408
+  kBodyTooLarge,    // 413
+  kHeadTooLarge,    // 431: request line and headers over maxHeadBytes
+  kTooManyHeaders,  // 431
+  kMalformed,       // 400
+  kChunked,         // 411
+  kRefusalCount
+};
+struct RefusalName {
+  const char* code;
+  const char* reason;
+};
+constexpr RefusalName kRefusalNames[kRefusalCount] = {
+    {"503", "max_connections"}, {"503", "queue_full"},     {"503", "queue_wait"},
+    {"408", "head_timeout"},    {"408", "body_timeout"},   {"413", "body_too_large"},
+    {"431", "head_too_large"},  {"431", "too_many_headers"}, {"400", "malformed"},
+    {"411", "length_required"}};
+
+// Queue waits in microseconds; the last bound is the default queueWaitMs
+// (longer waits are answered 503 and land in +Inf).
+inline constexpr metrics::BucketLayout<uint64_t, 9> kQueueWaitUs{
+    {100, 500, 1'000, 5'000, 10'000, 50'000, 100'000, 500'000, 2'000'000}, 1e6};
+using QueueWaitHistogram = metrics::FixedHistogram<kQueueWaitUs>;
+
+const metrics::Desc kAccepted = metrics::nodeCounter(
+    "memcg_exporter_http_connections_accepted_total",
+    "HTTP connections accepted (including those refused at once over --web.max-connections).");
+const metrics::Desc kOpen =
+    metrics::nodeGauge("memcg_exporter_http_connections_open", "HTTP connections open now.");
+const metrics::Desc kRefused = metrics::nodeCounter(
+    "memcg_exporter_http_requests_refused_total",
+    "Requests and connections the server refused itself, by status code and reason "
+    "(before any route ran).",
+    {"code", "reason"});
+const metrics::Desc kHandshakes = metrics::nodeCounter(
+    "memcg_exporter_http_tls_handshake_failures_total",
+    "TLS handshakes that failed (reason=error) or did not finish in time (reason=timeout).",
+    {"reason"});
+const metrics::Desc kQueueWaitDesc = metrics::nodeHistogram(
+    "memcg_exporter_http_queue_wait_seconds",
+    "Time complete requests waited for a free worker (--web.threads).", {},
+    kQueueWaitUs.exposedBounds());
+
+int64_t nowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -206,6 +263,7 @@ struct HttpServer::Impl {
   struct Job {
     std::unique_ptr<Conn> conn;
     int64_t enqueued = 0;
+    int64_t enqueuedUs = 0;  ///< for the queue wait histogram
   };
   struct Buffers {
     http::Response resp;
@@ -333,8 +391,10 @@ struct HttpServer::Impl {
         }
         return;
       }
+      ++accepted;
       if (open.load() >= opts.maxConnections) {
         ++refusedConnections;
+        ++refused[kMaxConnections];
         // Over TLS nothing readable can be said before a handshake.
         if (!opts.tlsContext) sendErrorNow(fd, nullptr, 503, "too many connections");
         ::close(fd);
@@ -449,7 +509,8 @@ struct HttpServer::Impl {
     --open;
   }
 
-  void fail(Conn& c, int status, std::string_view why) {
+  void fail(Conn& c, Refusal r, int status, std::string_view why) {
+    ++refused[r];
     sendErrorNow(c.fd, c.ssl, status, why);
     close(c.fd);
   }
@@ -501,15 +562,19 @@ struct HttpServer::Impl {
       size_t end = c.in.find("\r\n\r\n");
       if (end == std::string::npos) {
         if (c.in.size() > opts.maxHeadBytes)
-          return fail(c, 431, "request line and headers too large");
+          return fail(c, kHeadTooLarge, 431, "request line and headers too large");
         return;
       }
-      if (end + 4 > opts.maxHeadBytes) return fail(c, 431, "request line and headers too large");
+      if (end + 4 > opts.maxHeadBytes)
+        return fail(c, kHeadTooLarge, 431, "request line and headers too large");
       c.headEnd = end + 4;
       std::string why;
       int status = parseHead(c, std::string_view(c.in).substr(0, end), why);
-      if (status != 0) return fail(c, status, why);
-      if (c.bodyLen > http::kMaxBodyBytes) return fail(c, 413, "body too large");
+      if (status != 0) {
+        return fail(c, status == 431 ? kTooManyHeaders : status == 411 ? kChunked : kMalformed,
+                    status, why);
+      }
+      if (c.bodyLen > http::kMaxBodyBytes) return fail(c, kBodyTooLarge, 413, "body too large");
       c.stage = Stage::kBody;
       c.deadline = nowMs() + opts.readTimeoutMs;
       if (c.bodyLen > 0 && iequals(c.req.header("Expect"), "100-continue")) {
@@ -601,11 +666,12 @@ struct HttpServer::Impl {
     ::epoll_ctl(epollFd, EPOLL_CTL_DEL, fd, nullptr);
     std::lock_guard<std::mutex> g(qmu);
     if (queue.size() >= kMaxQueued) {
+      ++refused[kQueueFull];
       sendErrorNow(fd, c->ssl, 503, "too many requests at once");
       drop(std::move(c));
       return;
     }
-    queue.push_back({std::move(c), nowMs()});
+    queue.push_back({std::move(c), nowMs(), nowUs()});
     qcv.notify_one();
   }
 
@@ -620,8 +686,9 @@ struct HttpServer::Impl {
         close(fd);
       } else {
         auto it = conns.find(fd);
-        fail(*it->second, 408, stage == Stage::kHead ? "request head not received in time"
-                                                     : "request body not received in time");
+        const bool head = stage == Stage::kHead;
+        fail(*it->second, head ? kHeadTimeout : kBodyTimeout, 408,
+             head ? "request head not received in time" : "request body not received in time");
       }
     }
   }
@@ -636,6 +703,8 @@ struct HttpServer::Impl {
         if (stopping) return;
         job = std::move(queue.front());
         queue.pop_front();
+        const int64_t waited = nowUs() - job.enqueuedUs;
+        queueWaits.observe(waited > 0 ? static_cast<uint64_t>(waited) : 0);
       }
       serve(job);
     }
@@ -651,6 +720,7 @@ struct HttpServer::Impl {
     resp.body.clear();  // keeps its capacity for the next scrape
     std::string_view extra;
     if (nowMs() - job.enqueued > opts.queueWaitMs) {
+      ++refused[kQueueWait];
       http::replyError(resp, 503, "too many requests at once, retry later");
       c.keepAlive = false;
     } else if (opts.authorize && !opts.authorize(c.req)) {
@@ -716,6 +786,9 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> refusedConnections{0};
   std::atomic<uint64_t> handshakeFailures{0};
   std::atomic<uint64_t> handshakeTimeouts{0};
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> refused[kRefusalCount] = {};
+  QueueWaitHistogram queueWaits;  ///< guarded by qmu
   std::unordered_map<int, std::unique_ptr<Conn>> conns;  ///< front thread only
   std::thread front;
   std::vector<std::thread> workers;
@@ -763,6 +836,27 @@ HttpServerStats HttpServer::stats() const {
   s.handshakeFailures = impl_->handshakeFailures.load();
   s.handshakeTimeouts = impl_->handshakeTimeouts.load();
   return s;
+}
+
+void HttpServer::collect(metrics::Sink& sink) const {
+  sink.add(kAccepted, {}, static_cast<double>(impl_->accepted.load()));
+  sink.add(kOpen, {}, static_cast<double>(impl_->open.load()));
+  for (int r = 0; r < kRefusalCount; ++r) {
+    sink.add(kRefused, {kRefusalNames[r].code, kRefusalNames[r].reason},
+             static_cast<double>(impl_->refused[r].load()));
+  }
+  sink.add(kHandshakes, {"error"}, static_cast<double>(impl_->handshakeFailures.load()));
+  sink.add(kHandshakes, {"timeout"}, static_cast<double>(impl_->handshakeTimeouts.load()));
+  QueueWaitHistogram waits;
+  {
+    std::lock_guard<std::mutex> g(impl_->qmu);
+    waits = impl_->queueWaits;
+  }
+  waits.addTo(sink, kQueueWaitDesc, {});
+}
+
+std::vector<const metrics::Desc*> HttpServer::describe() {
+  return {&kAccepted, &kOpen, &kRefused, &kHandshakes, &kQueueWaitDesc};
 }
 
 int HttpServer::port() const {

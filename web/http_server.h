@@ -44,7 +44,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "metrics/metric.h"
 #include "web/routes.h"
 #include "web/tls.h"
 
@@ -89,6 +91,12 @@ class HttpServer {
   int port() const;
 
   HttpServerStats stats() const;
+
+  /// The server's own metrics (memcg_exporter_http_*): connections accepted
+  /// and open, requests refused by status code and reason, TLS handshake
+  /// failures, and how long complete requests waited for a worker.
+  void collect(metrics::Sink& sink) const;
+  static std::vector<const metrics::Desc*> describe();
 
   struct Impl;
 

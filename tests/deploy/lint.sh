@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The deployment files' checks (ctest lint.deploy_*). No container engine needed.
-#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join <source dir> <build dir>
+#   lint.sh yamllint|compose|promtool|amtool|kubernetes|join|prometheusrule|systemd <source dir> <build dir>
 # Exit 77 (skipped) when a tool is missing or, for amtool, when
 # alerts/alertmanager.yml is not on this branch yet.
 set -euo pipefail
@@ -27,6 +27,9 @@ case $what in
     n=$(docker-compose -f docker/compose.yml config --services | wc -l)
     [ "$n" -eq 4 ] || { echo "expected 4 services, got $n"; exit 1; }
     echo "docker-compose config: compose.yml ($n services) and + compose.controller.yml valid"
+    # Grafana's provisioning as Grafana reads it (mounts, paths, data source URLs).
+    docker-compose -f docker/compose.yml config > "$tmp/compose.yml"
+    python3 tests/deploy/compose_grafana_check.py "$src" "$tmp/compose.yml"
     ;;
   promtool)
     need promtool
@@ -77,5 +80,67 @@ if norm(expr) not in norm(open(src + "/README.md").read()):
 print("README's join is the tested one")
 PY
     ;;
-  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join <src> <build>" >&2; exit 2 ;;
+  prometheusrule)
+    # The PrometheusRule is alerts/*.rules.yml (regenerate with the script),
+    # and the Kubernetes objects agree with each other where a real start
+    # needs it.
+    python3 deploy/kubernetes/gen_prometheusrule.py --check
+    python3 - <<'PY'
+import sys, yaml
+k = "deploy/kubernetes/"
+ds = yaml.safe_load(open(k + "daemonset.yaml"))
+sm = yaml.safe_load(open(k + "servicemonitor.yaml"))
+np = yaml.safe_load(open(k + "networkpolicy.yaml"))
+c = ds["spec"]["template"]["spec"]["containers"][0]
+bad = []
+for ep in sm["spec"]["endpoints"]:
+    for r in ep.get("relabelings", []):
+        if r.get("targetLabel") == "instance":
+            bad.append("ServiceMonitor rewrites instance (dashboards and the runbook use it as host:port)")
+    if ep.get("scheme") != "https" or "basicAuth" not in ep:
+        bad.append("ServiceMonitor does not scrape with TLS and basic auth")
+cfg = [a.split("=", 1)[1] for a in c["args"] if a.startswith("--web.config.file=")]
+mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+secrets = {v["name"]: v["secret"]["secretName"] for v in ds["spec"]["template"]["spec"]["volumes"] if "secret" in v}
+if not cfg:
+    bad.append("the DaemonSet runs without --web.config.file")
+else:
+    d = cfg[0].rsplit("/", 1)[0]
+    if mounts.get(d) not in secrets:
+        bad.append("--web.config.file %s is not in a mounted Secret" % cfg[0])
+    wc = yaml.safe_load(open(k + "web-config.yml"))
+    for f in (wc["tls_server_config"]["cert_file"], wc["tls_server_config"]["key_file"]):
+        if mounts.get(f.rsplit("/", 1)[0]) not in secrets:
+            bad.append("web-config.yml's %s is not in a mounted Secret" % f)
+port = c["ports"][0]["containerPort"]
+if [p["port"] for r in np["spec"]["ingress"] for p in r["ports"]] != [port]:
+    bad.append("NetworkPolicy does not admit exactly the exporter's port %d" % port)
+if "cpu" in c["resources"].get("limits", {}):
+    bad.append("a CPU limit throttles the exporter in the reclaim storms it reports")
+for b in bad:
+    print("FAIL", b)
+sys.exit(1 if bad else 0)
+PY
+    echo "kubernetes: instance kept, TLS + basic auth wired (Secrets mounted), NetworkPolicy port, no CPU limit"
+    ;;
+  systemd)
+    need systemd-analyze
+    # The unit as shipped: hardening as systemd scores it (offline: no running
+    # systemd needed), and what an operator relies on.
+    unit=packaging/systemd/memcg_exporter.service
+    systemd-analyze security --offline=true "$unit" > "$tmp/security.txt" 2>&1 || true
+    score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security.txt")
+    echo "systemd-analyze security $unit: exposure ${score:-?} (gate: <= 2.5)"
+    if [ -z "$score" ] || ! awk -v s="$score" 'BEGIN { exit !(s <= 2.5) }'; then
+      grep '✗' "$tmp/security.txt" || cat "$tmp/security.txt"; exit 1
+    fi
+    for want in '^ExecReload=/bin/kill -HUP \$MAINPID$' '^SystemCallFilter=@system-service$' \
+                '^User=memcg_exporter$' '^AmbientCapabilities=CAP_DAC_OVERRIDE$'; do
+      grep -q "$want" "$unit" || { echo "FAIL: $unit has no line matching $want"; exit 1; }
+    done
+    # The drop-in for the controller parses as a unit fragment.
+    grep -q '^\[Service\]' packaging/systemd/examples/controller.conf
+    echo "unit: ExecReload, SystemCallFilter, User= with ambient capabilities present"
+    ;;
+  *) echo "usage: $0 yamllint|compose|promtool|amtool|kubernetes|join|prometheusrule|systemd <src> <build>" >&2; exit 2 ;;
 esac

@@ -23,16 +23,20 @@ namespace {
 class RulesCollector final : public Collector {
  public:
   RulesCollector(const std::unique_ptr<rules::Manager>& m,
-                 const std::unique_ptr<rules::Notifier>& n, bool notifying)
-      : m_(m), n_(n), notifying_(notifying) {}
+                 const std::unique_ptr<rules::Notifier>& n, bool notifying,
+                 const std::unique_ptr<rules::AlertPuller>& p, bool pulling)
+      : m_(m), n_(n), notifying_(notifying), p_(p), pulling_(pulling) {}
   void collect(ScrapeContext&, metrics::Sink& sink) override {
     if (m_) m_->collect(sink);
     if (n_) n_->collect(sink);
+    if (p_) p_->collect(sink);
   }
   std::vector<const metrics::Desc*> describe() const override {
     auto v = rules::Manager::describe();
     if (notifying_)
       for (const auto* d : rules::Notifier::describe()) v.push_back(d);
+    if (pulling_)
+      for (const auto* d : rules::AlertPuller::describe()) v.push_back(d);
     return v;
   }
 
@@ -40,6 +44,8 @@ class RulesCollector final : public Collector {
   const std::unique_ptr<rules::Manager>& m_;
   const std::unique_ptr<rules::Notifier>& n_;
   bool notifying_;
+  const std::unique_ptr<rules::AlertPuller>& p_;
+  bool pulling_;
 };
 
 std::string joinNames(const std::vector<std::string>& names) {
@@ -112,7 +118,9 @@ App::App(const Options& opts) : opts_(opts) {
   if (!opts_.rules.files.empty() || controller_)
     collectors.push_back({"rules", std::make_unique<RulesCollector>(
                                       rules_, notifier_,
-                                      !opts_.rules.notifier.alertmanagerUrls.empty())});
+                                      !opts_.rules.notifier.alertmanagerUrls.empty() ||
+                                          !opts_.rules.notifier.alertmanagerConfig.empty(),
+                                      puller_, opts_.rules.pull.enable)});
   collectors.push_back({"privileges", makePrivilegesCollector(capabilitiesDropped_), true});
   scraper_ = std::make_unique<Scraper>(*discovery_, std::move(collectors));
   for (const auto& n : on) log::info("collector enabled", "collector=" + n);
@@ -180,6 +188,7 @@ void App::dropPrivileges() {
 App::~App() {
   // The server first: no request may reach a part being torn down.
   server_.reset();
+  if (puller_) puller_->stop();
   if (rules_) rules_->stop();
   if (notifier_) notifier_->stop();
   if (history_) history_->stop();
@@ -280,20 +289,30 @@ void App::buildRules() {
   mo.externalLabels = opts_.rules.externalLabels;
   rules::ManagerBackend be;
   be.actions = ruleActions_.get();
-  if (!opts_.rules.notifier.alertmanagerUrls.empty()) {
+  // One list of Alertmanagers (URLs and the config file, with their TLS and
+  // auth) for the notifier and the puller.
+  auto ams = rules::alertmanagerTargets(opts_.rules.notifier);
+  if (!ams.ok()) throw std::invalid_argument("--rules.alertmanager: " + ams.error().message());
+  if (opts_.rules.pull.enable && ams->empty())
+    throw std::invalid_argument(
+        "--rules.alertmanager.pull: no Alertmanager (--rules.alertmanager-url or "
+        "--rules.alertmanager-config)");
+  if (!ams->empty()) {
     auto no = opts_.rules.notifier;
     no.externalLabels = opts_.rules.externalLabels;
     if (no.externalUrl.empty()) no.externalUrl = defaultExternalUrl(opts_.listenAddress);
-    auto n = rules::Notifier::create(std::move(no));
-    if (!n.ok()) throw std::invalid_argument("--rules.alertmanager-url: " + n.error().message());
-    notifier_ = std::move(*n);
+    std::string urls;
+    for (const auto& a : *ams) urls += (urls.empty() ? "" : " ") + a.url.text;
+    notifier_ = rules::Notifier::create(std::move(no), *ams);
     notifier_->start();
     be.notify = [n = notifier_.get()](rules::Rule& r, int64_t t, int64_t iv) {
       n->notifyRule(r, t, iv);
     };
-    std::string urls;
-    for (const auto& u : opts_.rules.notifier.alertmanagerUrls) urls += (urls.empty() ? "" : " ") + u;
     log::info("sending alerts to Alertmanager", "urls=" + log::quote(urls));
+  }
+  if (opts_.rules.pull.enable) {
+    puller_ = std::make_unique<rules::AlertPuller>(opts_.rules.pull, std::move(*ams),
+                                                   *ruleActions_);
   }
   if (history_) {
     history::History* h = history_.get();
@@ -327,6 +346,8 @@ void App::buildRules() {
   rules_ = std::move(*m);
   rulesApi_ = std::make_unique<rules::RulesApi>(*rules_, *ruleActions_, *controllerApi_);
   rules_->start();
+  // After the manager: its ticks end the holds the pull starts.
+  if (puller_) puller_->start();
   if (!opts_.rules.files.empty())
     log::info("rules loaded", "groups=" + std::to_string(rules_->groupCount()));
 }

@@ -37,6 +37,7 @@
 #include "history/api.h"
 #include "history/history.h"
 #include "rules/actions.h"
+#include "rules/alert_puller.h"
 #include "rules/api.h"
 #include "rules/manager.h"
 
@@ -101,6 +102,8 @@ class App {
   std::unique_ptr<rules::Notifier> notifier_;  ///< --rules.alertmanager-url; before rules_
   std::unique_ptr<rules::Manager> rules_;
   std::unique_ptr<rules::RulesApi> rulesApi_;
+  /// --rules.alertmanager.pull; acts through ruleActions_ (declared before it).
+  std::unique_ptr<rules::AlertPuller> puller_;
   http::Routes routes_;
   std::unique_ptr<WebAuth> webAuth_;  ///< --web.config.file; before the server
   std::unique_ptr<HttpServer> server_;

@@ -22,7 +22,8 @@ void globalInit() {
 
 Result<std::string> readSecret(const std::string& path, const char* field) {
   auto s = readWholeFile(path);
-  if (!s.ok()) return makeError(s.error().err, path, std::string(field) + ": cannot read");
+  if (!s.ok())
+    return makeError(s.error().err, path, std::string(field) + ": cannot read");
   // Like Prometheus: surrounding white space (a final newline) is not part of it.
   std::string v = *s;
   const size_t b = v.find_first_not_of(" \t\r\n");
@@ -228,8 +229,8 @@ Result<ClientReply> HttpClient::perform(const ClientUrl& url, const std::string&
     headers.p = curl_slist_append(headers.p, v.c_str());
   };
   if (rename) {
-    const std::string v6 = url.host.find(':') != std::string::npos ? "[" + url.host + "]"
-                                                                    : url.host;
+    const std::string v6 =
+        url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
     connectTo.p = curl_slist_append(
         nullptr, (c.tls.serverName + ":" + url.port + ":" + v6 + ":" + url.port).c_str());
     curl_easy_setopt(e, CURLOPT_CONNECT_TO, connectTo.p);
@@ -271,7 +272,8 @@ Result<ClientReply> HttpClient::perform(const ClientUrl& url, const std::string&
     addHeader("Expect:");  // no 100-continue round trip
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(body.size()));
   } else {
     addHeader("Accept: application/json");
   }

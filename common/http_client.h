@@ -20,8 +20,8 @@
 namespace memcg {
 
 struct TlsClientConfig {
-  std::string caFile;      ///< PEM CAs the server's certificate must chain to ("" = system)
-  std::string certFile;    ///< client certificate (PEM), with keyFile
+  std::string caFile;    ///< PEM CAs the server's certificate must chain to ("" = system)
+  std::string certFile;  ///< client certificate (PEM), with keyFile
   std::string keyFile;
   std::string serverName;  ///< name the server's certificate is checked against (and SNI)
   bool insecureSkipVerify = false;
@@ -69,15 +69,16 @@ class HttpClient {
                            std::string_view contentType, std::string_view body,
                            int64_t timeoutMs, size_t maxBody = 4096) const;
   /// GETs path (with its query). A body above maxBody is an error (EMSGSIZE).
-  Result<ClientReply> get(const ClientUrl& url, const std::string& path, int64_t timeoutMs,
-                          size_t maxBody) const;
+  Result<ClientReply> get(const ClientUrl& url, const std::string& path,
+                          int64_t timeoutMs, size_t maxBody) const;
 
   const HttpClientConfig& config() const { return config_; }
 
  private:
   Result<ClientReply> perform(const ClientUrl& url, const std::string& path, bool isPost,
                               std::string_view contentType, std::string_view body,
-                              int64_t timeoutMs, size_t maxBody, bool bodyLimitIsError) const;
+                              int64_t timeoutMs, size_t maxBody,
+                              bool bodyLimitIsError) const;
   HttpClientConfig config_;
 };
 

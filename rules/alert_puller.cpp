@@ -19,10 +19,11 @@ namespace {
 // matcher that names every node's alerts is a mistake shown as an error.
 constexpr size_t kMaxAnswer = 8 << 20;
 
-const metrics::Desc kPulls = metrics::nodeCounter(
-    "memcg_exporter_alert_pulls_total",
-    "Reads of this node's action: protect alerts from each Alertmanager (failed ones too).",
-    {"alertmanager"});
+const metrics::Desc kPulls =
+    metrics::nodeCounter("memcg_exporter_alert_pulls_total",
+                         "Reads of this node's action: protect alerts from each "
+                         "Alertmanager (failed ones too).",
+                         {"alertmanager"});
 const metrics::Desc kPullErrors = metrics::nodeCounter(
     "memcg_exporter_alert_pull_errors_total",
     "Reads of alerts from each Alertmanager that failed (transport, TLS, timeout, not "
@@ -31,9 +32,10 @@ const metrics::Desc kPullErrors = metrics::nodeCounter(
 const metrics::Desc kLastSuccess = metrics::nodeGauge(
     "memcg_exporter_alert_pull_last_success_timestamp_seconds",
     "When alerts were last read from each Alertmanager (0: never).", {"alertmanager"});
-const metrics::Desc kReachable = metrics::nodeGauge(
-    "memcg_exporter_alert_pull_alertmanagers_reachable",
-    "Alertmanagers that answered the last read (0: pulled protections run on their hold).");
+const metrics::Desc kReachable =
+    metrics::nodeGauge("memcg_exporter_alert_pull_alertmanagers_reachable",
+                       "Alertmanagers that answered the last read (0: pulled protections "
+                       "run on their hold).");
 const metrics::Desc kFiring = metrics::nodeGauge(
     "memcg_exporter_alert_pull_alerts",
     "This node's firing action: protect alerts in the last merged answer.");
@@ -80,7 +82,8 @@ std::string defaultNodeMatcher(const std::string& host) {
 
 Status checkAlertmanagerMatcher(const std::string& m) {
   size_t i = 0;
-  while (i < m.size() && (std::isalnum(static_cast<unsigned char>(m[i])) || m[i] == '_')) ++i;
+  while (i < m.size() && (std::isalnum(static_cast<unsigned char>(m[i])) || m[i] == '_'))
+    ++i;
   if (i == 0 || std::isdigit(static_cast<unsigned char>(m[0])))
     return makeError(EINVAL, m, "matcher does not start with a label name");
   const std::string_view rest = std::string_view(m).substr(i);
@@ -115,8 +118,8 @@ FlagList pullerFlags(PullerOptions& o) {
        false,
        [&o](const std::string& v) {
          if (auto s = checkAlertmanagerMatcher(v); !s.ok())
-           throw std::invalid_argument("--rules.alertmanager.pull-matcher: " +
-                                       s.error().detail + ": " + v);
+           throw std::invalid_argument(
+               "--rules.alertmanager.pull-matcher: " + s.error().detail + ": " + v);
          o.matchers.push_back(v);
        },
        ""},
@@ -168,9 +171,8 @@ AlertPuller::AlertPuller(PullerOptions opts, std::vector<AlertmanagerTarget> tar
   std::string ms;
   for (const auto& m : opts_.matchers) ms += (ms.empty() ? "" : ",") + m;
   log::info("pulling protect alerts from Alertmanager",
-            "alertmanagers=" + std::to_string(targets_.size()) +
-                " interval_ms=" + std::to_string(opts_.intervalMs) +
-                " matchers=" + log::quote(ms));
+            "alertmanagers=" + std::to_string(targets_.size()) + " interval_ms=" +
+                std::to_string(opts_.intervalMs) + " matchers=" + log::quote(ms));
 }
 
 AlertPuller::~AlertPuller() { stop(); }
@@ -215,12 +217,13 @@ size_t AlertPuller::pullOnce() {
     ++t.pulls;
     auto r = t.am.client->get(t.am.url, t.path, t.am.timeoutMs, kMaxAnswer);
     if (!r.ok()) {
-      answers[i] = makeError(r.error().err, t.am.url.text,
-                             r.error().detail + " (" + std::strerror(r.error().err) + ")");
+      answers[i] =
+          makeError(r.error().err, t.am.url.text,
+                    r.error().detail + " (" + std::strerror(r.error().err) + ")");
     } else if (r->status / 100 != 2) {
-      answers[i] = makeError(EPROTO, t.am.url.text,
-                             "status " + std::to_string(r->status) + " " +
-                                 r->body.substr(0, 200));
+      answers[i] =
+          makeError(EPROTO, t.am.url.text,
+                    "status " + std::to_string(r->status) + " " + r->body.substr(0, 200));
     } else {
       answers[i] = parseAlertsAnswer(r->body);
     }
@@ -252,12 +255,16 @@ size_t AlertPuller::pullOnce() {
     } else {
       ++t.errors;
       const std::string why = a.error().detail;
-      // Keyed by the failure's class: a status's body may differ per answer.
-      const std::string kind =
-          why.rfind("status ", 0) == 0 ? why.substr(0, why.find(' ', 7)) : why;
+      // Keyed by the failure's class: a status's body, a timeout's measured
+      // time differ per answer; a TLS failure's or a bad answer's reason does not.
+      const std::string kind = why.rfind("status ", 0) == 0
+                                   ? why.substr(0, why.find(' ', 7))
+                               : a.error().err == EPROTO ? why
+                                                         : std::strerror(a.error().err);
       if (kind != t.lastError)
-        log::error("error reading alerts from Alertmanager",
-                   "alertmanager=" + log::quote(t.am.url.text) + " err=" + log::quote(why));
+        log::error(
+            "error reading alerts from Alertmanager",
+            "alertmanager=" + log::quote(t.am.url.text) + " err=" + log::quote(why));
       t.lastError = kind;
     }
     t.everTried = true;
@@ -265,19 +272,22 @@ size_t AlertPuller::pullOnce() {
   answered_ = answered;
   if (answered == 0) {
     if (reachable_)
-      log::warn("no Alertmanager answered: no new protection; pulled protections end on "
-                "their hold unless an answer shows their alert again",
-                "held=" + std::to_string(firing_.size()));
+      log::warn(
+          "no Alertmanager answered: no new protection; pulled protections end on "
+          "their hold unless an answer shows their alert again",
+          "held=" + std::to_string(firing_.size()));
     reachable_ = false;
     // What was firing is not known any more: its hold starts now, so it
     // ends --rules.protect-hold after the last answer, never sooner.
-    for (const auto& [k, ls] : firing_) actions_.resolved(ls, Actions::Source::kAlertmanager, now);
+    for (const auto& [k, ls] : firing_)
+      actions_.resolved(ls, Actions::Source::kAlertmanager, now);
     firing_.clear();
     alerts_ = 0;
     return 0;
   }
   reachable_ = true;
-  for (const auto& [k, ls] : merged) actions_.firing(ls, Actions::Source::kAlertmanager, now);
+  for (const auto& [k, ls] : merged)
+    actions_.firing(ls, Actions::Source::kAlertmanager, now);
   for (const auto& [k, ls] : firing_)
     if (!merged.count(k)) actions_.resolved(ls, Actions::Source::kAlertmanager, now);
   firing_ = std::move(merged);
@@ -290,7 +300,8 @@ void AlertPuller::collect(metrics::Sink& sink) const {
     const std::string& url = t->am.url.text;
     sink.add(kPulls, {sink.keep(url)}, static_cast<double>(t->pulls.load()));
     sink.add(kPullErrors, {sink.keep(url)}, static_cast<double>(t->errors.load()));
-    sink.add(kLastSuccess, {sink.keep(url)}, static_cast<double>(t->lastSuccessMs.load()) / 1000);
+    sink.add(kLastSuccess, {sink.keep(url)},
+             static_cast<double>(t->lastSuccessMs.load()) / 1000);
   }
   sink.add(kReachable, {}, static_cast<double>(answered_.load()));
   sink.add(kFiring, {}, static_cast<double>(alerts_.load()));

@@ -44,8 +44,8 @@
 namespace memcg::rules {
 
 struct PullerOptions {
-  bool enable = false;         ///< --rules.alertmanager.pull
-  int64_t intervalMs = 5000;   ///< --rules.alertmanager.pull-interval
+  bool enable = false;        ///< --rules.alertmanager.pull
+  int64_t intervalMs = 5000;  ///< --rules.alertmanager.pull-interval
   /// --rules.alertmanager.pull-matcher (repeatable), Alertmanager matchers
   /// naming this node's alerts; empty: instance=~"<hostname>(:[0-9]+)?".
   std::vector<std::string> matchers;
@@ -69,8 +69,8 @@ Result<std::map<uint64_t, promql::Labels>> parseAlertsAnswer(const std::string& 
 class AlertPuller {
  public:
   using Clock = std::function<int64_t()>;  ///< wall-clock ms
-  AlertPuller(PullerOptions opts, std::vector<AlertmanagerTarget> targets, Actions& actions,
-              Clock clock = {});
+  AlertPuller(PullerOptions opts, std::vector<AlertmanagerTarget> targets,
+              Actions& actions, Clock clock = {});
   ~AlertPuller();
 
   void start();
@@ -97,7 +97,7 @@ class AlertPuller {
   std::vector<std::unique_ptr<Target>> targets_;
   Actions& actions_;
   Clock clock_;
-  std::mutex roundMu_;  // one round at a time (the thread, tests)
+  std::mutex roundMu_;                         // one round at a time (the thread, tests)
   std::map<uint64_t, promql::Labels> firing_;  // as of the last answered round
   bool reachable_ = true;
   std::atomic<size_t> answered_{0};

@@ -41,14 +41,16 @@ bool boolean(const YAML::Node& n, const std::string& where) {
 void httpConfig(const YAML::Node& n, const std::string& where, HttpClientConfig& c) {
   if (auto t = n["tls_config"]) {
     const std::string w = where + ".tls_config";
-    onlyKeys(t, w, {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify",
-                    "min_version"});
+    onlyKeys(t, w,
+             {"ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify",
+              "min_version"});
     if (t["ca_file"]) c.tls.caFile = str(t["ca_file"], w + ".ca_file");
     if (t["cert_file"]) c.tls.certFile = str(t["cert_file"], w + ".cert_file");
     if (t["key_file"]) c.tls.keyFile = str(t["key_file"], w + ".key_file");
     if (t["server_name"]) c.tls.serverName = str(t["server_name"], w + ".server_name");
     if (t["insecure_skip_verify"])
-      c.tls.insecureSkipVerify = boolean(t["insecure_skip_verify"], w + ".insecure_skip_verify");
+      c.tls.insecureSkipVerify =
+          boolean(t["insecure_skip_verify"], w + ".insecure_skip_verify");
     if (t["min_version"]) {
       // libcurl with OpenSSL 3 negotiates TLS 1.2 at least, Go's default
       // minimum; a stricter minimum cannot be honoured silently.
@@ -63,7 +65,8 @@ void httpConfig(const YAML::Node& n, const std::string& where, HttpClientConfig&
     c.basicAuth = true;
     if (b["username"]) c.username = str(b["username"], w + ".username");
     if (b["password"]) c.password = str(b["password"], w + ".password");
-    if (b["password_file"]) c.passwordFile = str(b["password_file"], w + ".password_file");
+    if (b["password_file"])
+      c.passwordFile = str(b["password_file"], w + ".password_file");
   }
   if (auto a = n["authorization"]) {
     const std::string w = where + ".authorization";
@@ -80,8 +83,8 @@ std::vector<AlertmanagerTarget> entry(const YAML::Node& n, const std::string& wh
                                       int64_t defaultTimeoutMs) {
   onlyKeys(n, where,
            {"url", "static_configs", "scheme", "path_prefix", "timeout", "api_version",
-            "http_config", "tls_config", "basic_auth", "authorization", "follow_redirects",
-            "enable_http2"});
+            "http_config", "tls_config", "basic_auth", "authorization",
+            "follow_redirects", "enable_http2"});
   if (n["api_version"] && str(n["api_version"], where + ".api_version") != "v2")
     throw Bad{where + ".api_version: only v2 (Alertmanager's v1 API is gone)"};
   int64_t timeout = defaultTimeoutMs;
@@ -93,9 +96,11 @@ std::vector<AlertmanagerTarget> entry(const YAML::Node& n, const std::string& wh
   HttpClientConfig hc;
   if (n["http_config"]) {
     if (n["tls_config"] || n["basic_auth"] || n["authorization"])
-      throw Bad{where + ": http_config and inline tls_config/basic_auth/authorization together"};
+      throw Bad{where +
+                ": http_config and inline tls_config/basic_auth/authorization together"};
     onlyKeys(n["http_config"], where + ".http_config",
-             {"tls_config", "basic_auth", "authorization", "follow_redirects", "enable_http2"});
+             {"tls_config", "basic_auth", "authorization", "follow_redirects",
+              "enable_http2"});
     httpConfig(n["http_config"], where + ".http_config", hc);
   } else {
     httpConfig(n, where, hc);
@@ -168,9 +173,8 @@ Result<std::vector<AlertmanagerTarget>> alertmanagersFromUrls(
   return out;
 }
 
-Result<std::vector<AlertmanagerTarget>> parseAlertmanagerConfig(const std::string& yaml,
-                                                                const std::string& origin,
-                                                                int64_t defaultTimeoutMs) {
+Result<std::vector<AlertmanagerTarget>> parseAlertmanagerConfig(
+    const std::string& yaml, const std::string& origin, int64_t defaultTimeoutMs) {
   try {
     const YAML::Node doc = YAML::Load(yaml);
     const YAML::Node list = alertmanagerList(doc);
@@ -179,8 +183,8 @@ Result<std::vector<AlertmanagerTarget>> parseAlertmanagerConfig(const std::strin
     std::vector<AlertmanagerTarget> out;
     std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
-      for (auto& t : entry(list[i], "alertmanagers[" + std::to_string(i) + "]",
-                           defaultTimeoutMs)) {
+      for (auto& t :
+           entry(list[i], "alertmanagers[" + std::to_string(i) + "]", defaultTimeoutMs)) {
         if (!seen.insert(t.url.text).second)
           throw Bad{"alertmanager listed twice: " + t.url.text};
         out.push_back(std::move(t));

@@ -294,8 +294,11 @@ bool Notifier::postOne(Target& t, const std::string& body, size_t n) {
   const std::string why =
       r.ok() ? "status " + std::to_string(r->status) + " " + r->body.substr(0, 200)
              : r.error().detail + " (" + std::strerror(r.error().err) + ")";
-  // A status's body can differ per batch; its class of failure is what changes.
-  const std::string kind = r.ok() ? "status " + std::to_string(r->status) : why;
+  // What changes is the class of failure: a status's body, a timeout's
+  // measured time differ per batch; a TLS failure's reason does not.
+  const std::string kind = r.ok()                     ? "status " + std::to_string(r->status)
+                           : r.error().err == EPROTO ? why
+                                                     : std::strerror(r.error().err);
   if (kind != t.lastError)
     log::error("error sending alerts", "alertmanager=" + log::quote(t.am.url.text) +
                                            " count=" + std::to_string(n) +

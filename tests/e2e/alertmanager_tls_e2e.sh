@@ -72,8 +72,8 @@ amport=$(free_port)
   --web.listen-address="127.0.0.1:$amport" --cluster.listen-address= 2>"$tmp/am.log" &
 pids+=($!)
 amcurl() { curl -fsS --cacert ca.pem --cert client.pem --key client.key -u 'alice:pa ss' "$@"; }
-check "alertmanager ready over TLS + client cert + basic auth" \
-  poll_until 30 amcurl -o /dev/null "https://127.0.0.1:$amport/-/ready"
+am_ready() { amcurl -o /dev/null "https://127.0.0.1:$amport/-/ready" 2>/dev/null; }
+check "alertmanager ready over TLS + client cert + basic auth" poll_until 30 am_ready
 check "alertmanager refuses a client without a certificate" \
   bash -c "! curl -fsS --cacert ca.pem -u 'alice:pa ss' -o /dev/null https://127.0.0.1:$amport/-/ready 2>/dev/null"
 

@@ -28,7 +28,8 @@ class FakeHttpServer {
     std::string head;  ///< the request line and headers
     std::string body;
   };
-  explicit FakeHttpServer(int status, std::string body = {}) : status_(status), body_(std::move(body)) {
+  explicit FakeHttpServer(int status, std::string body = {})
+      : status_(status), body_(std::move(body)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;

@@ -18,7 +18,7 @@
 #include "common/http_client.h"
 #include "rules/alert_puller.h"
 #include "rules/alertmanager_config.h"
-#include "support/fake_http_server.h"
+#include "tests/support/fake_http_server.h"
 
 namespace memcg::rules {
 namespace {
@@ -34,7 +34,8 @@ class FakeTarget : public ProtectTarget {
   }
   std::optional<controller::OpError> unprotect(const std::string& c) override {
     std::lock_guard<std::mutex> g(mu);
-    if (!prots.erase(c)) return controller::OpError{controller::ErrorKind::kNotFound, "no"};
+    if (!prots.erase(c))
+      return controller::OpError{controller::ErrorKind::kNotFound, "no"};
     return std::nullopt;
   }
   bool isProtected(const std::string& c) const override {
@@ -50,7 +51,8 @@ class FakeTarget : public ProtectTarget {
   std::map<std::string, controller::Protection> prots;
 };
 
-std::string alertJson(const std::string& cgroup, const std::string& instance = "n1:9256") {
+std::string alertJson(const std::string& cgroup,
+                      const std::string& instance = "n1:9256") {
   nlohmann::json a = {{"labels",
                        {{"alertname", "Protect"},
                         {"action", "protect"},
@@ -99,11 +101,15 @@ TEST(RulesAlertmanagerConfig, PrometheusShape) {
       "      path_prefix: am\n"
       "      timeout: 3s\n"
       "      api_version: v2\n"
-      "      tls_config: {ca_file: " + ca + ", server_name: am.example}\n"
-      "      basic_auth: {username: u, password_file: " + pw + "}\n"
-      "    - url: http://[::1]:9095/x/\n"
-      "      http_config:\n"
-      "        authorization: {credentials: tok}\n",
+      "      tls_config: {ca_file: " +
+          ca +
+          ", server_name: am.example}\n"
+          "      basic_auth: {username: u, password_file: " +
+          pw +
+          "}\n"
+          "    - url: http://[::1]:9095/x/\n"
+          "      http_config:\n"
+          "        authorization: {credentials: tok}\n",
       "am.yml", 10000);
   ASSERT_TRUE(t.ok()) << t.error().message();
   ASSERT_EQ(t->size(), 3u);
@@ -134,7 +140,8 @@ TEST(RulesAlertmanagerConfig, ErrorsNameTheKey) {
        "key_file"},
       {"alertmanagers: [{url: 'http://a:1', api_version: v1}]", "api_version"},
       {"alertmanagers: [{url: 'http://a:1', basic_auth: {username: u, password: p, "
-       "password_file: " + ca + "}}]",
+       "password_file: " +
+           ca + "}}]",
        "exclusive"},
       {"alertmanagers: [{url: 'http://a:1', basic_auth: {username: u}, authorization: "
        "{credentials: t}}]",
@@ -211,7 +218,8 @@ TEST(RulesAlertPuller, MatchersAndQuery) {
   EXPECT_EQ(defaultNodeMatcher("n1.example"), "instance=~\"n1\\\\.example(:[0-9]+)?\"");
   EXPECT_TRUE(checkAlertmanagerMatcher("node=\"n1\"").ok());
   EXPECT_TRUE(checkAlertmanagerMatcher("instance=~\"n1(:[0-9]+)?\"").ok());
-  for (const char* bad : {"node", "=\"x\"", "1a=\"x\"", "node==x", "node=x", "node~\"x\""})
+  for (const char* bad :
+       {"node", "=\"x\"", "1a=\"x\"", "node==x", "node=x", "node~\"x\""})
     EXPECT_FALSE(checkAlertmanagerMatcher(bad).ok()) << bad;
   EXPECT_EQ(pullQuery({"node=\"n 1\""}),
             "/api/v2/alerts?active=true&silenced=false&inhibited=false"
@@ -236,8 +244,7 @@ TEST(RulesAlertPuller, MatchersAndQuery) {
 
 TEST(RulesAlertPuller, AnswerParsing) {
   auto a = parseAlertsAnswer(answer(
-      {alertJson("/w/a"),
-       R"({"labels":{"alertname":"Other","cgroup":"/w/b"}})",
+      {alertJson("/w/a"), R"({"labels":{"alertname":"Other","cgroup":"/w/b"}})",
        R"({"labels":{"alertname":"S","action":"protect","cgroup":"/w/b"},"status":{"state":"suppressed"}})"}));
   ASSERT_TRUE(a.ok());
   ASSERT_EQ(a->size(), 1u);  // no action label, a suppressed one: not acted on

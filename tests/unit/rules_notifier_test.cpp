@@ -18,10 +18,10 @@
 #include <thread>
 
 #include "common/http_client.h"
-#include "support/fake_http_server.h"
 #include "rules/notifier.h"
 #include "rules/options.h"
 #include "rules/rule_file.h"
+#include "tests/support/fake_http_server.h"
 
 namespace memcg::rules {
 namespace {

@@ -114,8 +114,8 @@ App::App(const Options& opts) : opts_(opts) {
         {"controller", controller::makeControllerCollector(*controller_)});
   }
   // Like the controller's, listed only when the engine can do something: rule
-  // files, or a controller for the webhook's actions.
-  if (!opts_.rules.files.empty() || controller_)
+  // files, a controller for the webhook's actions, or the pull (its metrics).
+  if (!opts_.rules.files.empty() || controller_ || opts_.rules.pull.enable)
     collectors.push_back({"rules", std::make_unique<RulesCollector>(
                                       rules_, notifier_,
                                       !opts_.rules.notifier.alertmanagerUrls.empty() ||

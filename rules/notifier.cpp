@@ -61,7 +61,15 @@ FlagList notifierFlags(NotifierOptions& o) {
        "file listing Alertmanagers as Prometheus' alerting.alertmanagers does (static "
        "targets or url, scheme, path_prefix, timeout, tls_config, basic_auth, "
        "authorization), beside --rules.alertmanager-url",
-       false, [&o](const std::string& v) { o.alertmanagerConfig = v; }, ""},
+       false,
+       [&o](const std::string& v) {
+         // Checked here too, so a bad file is a bad flag (exit 2, one line).
+         if (auto t = loadAlertmanagerConfig(v, o.timeoutMs); !t.ok())
+           throw std::invalid_argument("--rules.alertmanager-config: " + t.error().path +
+                                       ": " + t.error().detail);
+         o.alertmanagerConfig = v;
+       },
+       ""},
       {"rules.alert.resend-delay",
        "minimum time before an alert that is still firing is sent to Alertmanager again",
        false,

@@ -18,6 +18,7 @@
 #include "common/http_client.h"
 #include "rules/alert_puller.h"
 #include "rules/alertmanager_config.h"
+#include "rules/notifier.h"
 #include "tests/support/fake_http_server.h"
 
 namespace memcg::rules {
@@ -164,6 +165,29 @@ TEST(RulesAlertmanagerConfig, ErrorsNameTheKey) {
         << yaml << " -> " << t.error().detail;
     EXPECT_EQ(t.error().path, "am.yml");
   }
+}
+
+TEST(RulesAlertmanagerConfig, BadFileIsABadFlag) {
+  TempDir d;
+  NotifierOptions o;
+  FlagList fl = notifierFlags(o);
+  auto set = [&](const std::string& v) {
+    for (auto& f : fl)
+      if (f.name == "rules.alertmanager-config") return f.set(v);
+  };
+  EXPECT_THROW(set((d.p / "missing.yml").string()), std::invalid_argument);
+  EXPECT_THROW(set(d.file("bad.yml", "alertmanagers: [{url: 'http://a:1', x: 1}]")),
+               std::invalid_argument);
+  EXPECT_TRUE(o.alertmanagerConfig.empty());
+  const std::string good = d.file("good.yml", "alertmanagers: [{url: 'https://a:1'}]");
+  set(good);
+  EXPECT_EQ(o.alertmanagerConfig, good);
+  auto t = alertmanagerTargets(o);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->size(), 1u);
+  EXPECT_EQ((*t)[0].url.text, "https://a:1");
+  o.alertmanagerUrls = {"https://a:1"};  // the same one twice
+  EXPECT_FALSE(alertmanagerTargets(o).ok());
 }
 
 TEST(RulesHttpClient, BasicAuthAndBearerHeaders) {

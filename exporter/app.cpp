@@ -138,6 +138,7 @@ void App::dropPrivileges() {
 App::~App() {
   // The HTTP front first: no request may reach a part being torn down.
   front_.reset();
+  if (puller_) puller_->stop();
   if (rules_) rules_->stop();
   if (notifier_) notifier_->stop();
   if (history_) history_->stop();
@@ -246,20 +247,30 @@ void App::buildRules() {
   mo.externalLabels = opts_.rules.externalLabels;
   rules::ManagerBackend be;
   be.actions = ruleActions_.get();
-  if (!opts_.rules.notifier.alertmanagerUrls.empty()) {
+  // One list of Alertmanagers (URLs and the config file, with their TLS and
+  // auth) for the notifier and the puller.
+  auto ams = rules::alertmanagerTargets(opts_.rules.notifier);
+  if (!ams.ok()) throw std::invalid_argument("--rules.alertmanager: " + ams.error().message());
+  if (opts_.rules.pull.enable && ams->empty())
+    throw std::invalid_argument(
+        "--rules.alertmanager.pull: no Alertmanager (--rules.alertmanager-url or "
+        "--rules.alertmanager-config)");
+  if (!ams->empty()) {
     auto no = opts_.rules.notifier;
     no.externalLabels = opts_.rules.externalLabels;
     if (no.externalUrl.empty()) no.externalUrl = defaultExternalUrl(opts_.listenAddress);
-    auto n = rules::Notifier::create(std::move(no));
-    if (!n.ok()) throw std::invalid_argument("--rules.alertmanager-url: " + n.error().message());
-    notifier_ = std::move(*n);
+    std::string urls;
+    for (const auto& a : *ams) urls += (urls.empty() ? "" : " ") + a.url.text;
+    notifier_ = rules::Notifier::create(std::move(no), *ams);
     notifier_->start();
     be.notify = [n = notifier_.get()](rules::Rule& r, int64_t t, int64_t iv) {
       n->notifyRule(r, t, iv);
     };
-    std::string urls;
-    for (const auto& u : opts_.rules.notifier.alertmanagerUrls) urls += (urls.empty() ? "" : " ") + u;
     log::info("sending alerts to Alertmanager", "urls=" + log::quote(urls));
+  }
+  if (opts_.rules.pull.enable) {
+    puller_ = std::make_unique<rules::AlertPuller>(opts_.rules.pull, std::move(*ams),
+                                                   *ruleActions_);
   }
   if (history_) {
     history::History* h = history_.get();
@@ -291,24 +302,30 @@ void App::buildRules() {
   auto m = rules::Manager::create(mo, std::move(be));
   if (!m.ok()) throw std::invalid_argument("--rules.file: " + m.error().message());
   rules_ = std::move(*m);
-  // Listed only when the engine can do something: rule files, or a
-  // controller for the webhook's actions.
-  if (!opts_.rules.files.empty() || controller_) {
+  // Listed only when the engine can do something: rule files, a controller
+  // for the webhook's actions, or the pull (its own metrics).
+  if (!opts_.rules.files.empty() || controller_ || puller_) {
     rules::Manager* m = rules_.get();
     rules::Notifier* n = notifier_.get();
+    rules::AlertPuller* p = puller_.get();
     metrics_.add("rules", std::make_unique<metrics::FunctionCollectable>(
-                              [m, n](metrics::Sink& s) {
+                              [m, n, p](metrics::Sink& s) {
                                 m->collect(s);
                                 if (n) n->collect(s);
+                                if (p) p->collect(s);
                               },
-                              [n] {
+                              [n, p] {
                                 auto v = rules::Manager::describe();
                                 if (n)
                                   for (const auto* d : rules::Notifier::describe()) v.push_back(d);
+                                if (p)
+                                  for (const auto* d : rules::AlertPuller::describe()) v.push_back(d);
                                 return v;
                               }));
   }
   rules_->start();
+  // After the manager: its ticks end the holds the pull starts.
+  if (puller_) puller_->start();
   if (!opts_.rules.files.empty())
     log::info("rules loaded", "groups=" + std::to_string(rules_->groupCount()));
 }

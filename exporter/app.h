@@ -34,6 +34,7 @@
 #include "history/history.h"
 #include "rules/actions.h"
 #include "promql/storage.h"
+#include "rules/alert_puller.h"
 #include "rules/manager.h"
 #include "rules/notifier.h"
 #include "web/front.h"
@@ -103,6 +104,8 @@ class App {
   std::mutex ruleSelectionsMu_;
   std::unique_ptr<rules::Notifier> notifier_;  ///< --rules.alertmanager-url; before rules_
   std::unique_ptr<rules::Manager> rules_;
+  /// --rules.alertmanager.pull; acts through ruleActions_ (declared before it).
+  std::unique_ptr<rules::AlertPuller> puller_;
   /// Every handler, the route table and the server; built last, torn down first.
   std::unique_ptr<web::Front> front_;
   std::atomic<bool> capabilitiesDropped_{false};  ///< read by the privileges collector

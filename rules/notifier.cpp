@@ -19,7 +19,7 @@ const metrics::Desc kSent = metrics::nodeCounter(
     "Alerts posted to each Alertmanager (also the ones that failed).", {"alertmanager"});
 const metrics::Desc kErrors = metrics::nodeCounter(
     "memcg_exporter_notifications_errors_total",
-    "Posts to each Alertmanager that failed (transport, timeout, not 2xx).",
+    "Posts to each Alertmanager that failed (transport, TLS, timeout, not 2xx).",
     {"alertmanager"});
 const metrics::Desc kDropped = metrics::nodeCounter(
     "memcg_exporter_notifications_dropped_total",
@@ -47,14 +47,27 @@ nlohmann::json labelObject(const promql::Labels& ls) {
 FlagList notifierFlags(NotifierOptions& o) {
   return {
       {"rules.alertmanager-url",
-       "Alertmanager (http://host:port[/prefix]) the rules' alerts are sent to, v2 API "
-       "(repeatable)",
+       "Alertmanager (http[s]://host:port[/prefix]) the rules' alerts are sent to, v2 API "
+       "(repeatable; TLS options and auth: --rules.alertmanager-config)",
        false,
        [&o](const std::string& v) {
-         if (auto u = parseHttpUrl(v); !u.ok())
+         if (auto u = parseClientUrl(v); !u.ok())
            throw std::invalid_argument("--rules.alertmanager-url: " + u.error().detail +
                                        ": " + v);
          o.alertmanagerUrls.push_back(v);
+       },
+       ""},
+      {"rules.alertmanager-config",
+       "file listing Alertmanagers as Prometheus' alerting.alertmanagers does (static "
+       "targets or url, scheme, path_prefix, timeout, tls_config, basic_auth, "
+       "authorization), beside --rules.alertmanager-url",
+       false,
+       [&o](const std::string& v) {
+         // Checked here too, so a bad file is a bad flag (exit 2, one line).
+         if (auto t = loadAlertmanagerConfig(v, o.timeoutMs); !t.ok())
+           throw std::invalid_argument("--rules.alertmanager-config: " + t.error().path +
+                                       ": " + t.error().detail);
+         o.alertmanagerConfig = v;
        },
        ""},
       {"rules.alert.resend-delay",
@@ -122,16 +135,39 @@ std::string generatorPath(std::string_view expr) {
   return out;
 }
 
+Result<std::vector<AlertmanagerTarget>> alertmanagerTargets(const NotifierOptions& o) {
+  auto out = alertmanagersFromUrls(o.alertmanagerUrls, o.timeoutMs);
+  if (!out.ok()) return out.error();
+  if (!o.alertmanagerConfig.empty()) {
+    auto more = loadAlertmanagerConfig(o.alertmanagerConfig, o.timeoutMs);
+    if (!more.ok()) return more.error();
+    for (auto& t : *more) {
+      for (const auto& have : *out)
+        if (have.url.text == t.url.text)
+          return makeError(EINVAL, o.alertmanagerConfig,
+                           "alertmanager also given by --rules.alertmanager-url: " +
+                               t.url.text);
+      out->push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 Notifier::Notifier(NotifierOptions opts) : opts_(std::move(opts)) {}
 
 Result<std::unique_ptr<Notifier>> Notifier::create(NotifierOptions opts) {
+  auto targets = alertmanagerTargets(opts);
+  if (!targets.ok()) return targets.error();
+  return create(std::move(opts), std::move(*targets));
+}
+
+std::unique_ptr<Notifier> Notifier::create(NotifierOptions opts,
+                                           std::vector<AlertmanagerTarget> targets) {
   std::unique_ptr<Notifier> n(new Notifier(std::move(opts)));
-  for (const auto& s : n->opts_.alertmanagerUrls) {
-    auto u = parseHttpUrl(s);
-    if (!u.ok()) return u.error();
+  for (auto& am : targets) {
     auto t = std::make_unique<Target>();
-    t->postPath = (u->path == "/" ? "" : u->path) + "/api/v2/alerts";
-    t->url = std::move(*u);
+    t->postPath = (am.url.path == "/" ? "" : am.url.path) + "/api/v2/alerts";
+    t->am = std::move(am);
     n->targets_.push_back(std::move(t));
   }
   if (n->opts_.queueCapacity == 0) n->opts_.queueCapacity = 1;
@@ -247,21 +283,35 @@ void Notifier::loop() {
 
 bool Notifier::postOne(Target& t, const std::string& body, size_t n) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = httpPost(t.url, t.postPath, "application/json", body, opts_.timeoutMs);
+  auto r = t.am.client->post(t.am.url, t.postPath, "application/json", body,
+                            t.am.timeoutMs);
   {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
     std::lock_guard<std::mutex> g(t.latencyMu);
     t.latency.observe(took.count());
   }
   t.sent += n;
-  if (r.ok() && r->status / 100 == 2) return true;
+  // Only the sender thread of this target writes lastError.
+  if (r.ok() && r->status / 100 == 2) {
+    if (!t.lastError.empty())
+      log::info("sending alerts works again", "alertmanager=" + log::quote(t.am.url.text));
+    t.lastError.clear();
+    return true;
+  }
   ++t.errors;
   const std::string why =
       r.ok() ? "status " + std::to_string(r->status) + " " + r->body.substr(0, 200)
-             : r.error().detail + ": " + std::strerror(r.error().err);
-  log::error("error sending alerts", "alertmanager=" + log::quote(t.url.text) +
-                                         " count=" + std::to_string(n) +
-                                         " err=" + log::quote(why));
+             : r.error().detail + " (" + std::strerror(r.error().err) + ")";
+  // What changes is the class of failure: a status's body, a timeout's
+  // measured time differ per batch; a TLS failure's reason does not.
+  const std::string kind = r.ok()                     ? "status " + std::to_string(r->status)
+                           : r.error().err == EPROTO ? why
+                                                     : std::strerror(r.error().err);
+  if (kind != t.lastError)
+    log::error("error sending alerts", "alertmanager=" + log::quote(t.am.url.text) +
+                                           " count=" + std::to_string(n) +
+                                           " err=" + log::quote(why));
+  t.lastError = kind;
   return false;
 }
 
@@ -284,7 +334,7 @@ bool Notifier::sendAll(const std::vector<PostableAlert>& batch) {
 
 Notifier::Counts Notifier::counts(const std::string& url) const {
   for (const auto& t : targets_)
-    if (t->url.text == url) {
+    if (t->am.url.text == url) {
       std::lock_guard<std::mutex> g(t->latencyMu);
       return {t->sent.load(), t->errors.load(), t->latency.count};
     }
@@ -298,14 +348,15 @@ size_t Notifier::queueLength() const {
 
 void Notifier::collect(metrics::Sink& sink) const {
   for (const auto& t : targets_) {
-    sink.add(kSent, {sink.keep(t->url.text)}, static_cast<double>(t->sent.load()));
-    sink.add(kErrors, {sink.keep(t->url.text)}, static_cast<double>(t->errors.load()));
+    const std::string& url = t->am.url.text;
+    sink.add(kSent, {sink.keep(url)}, static_cast<double>(t->sent.load()));
+    sink.add(kErrors, {sink.keep(url)}, static_cast<double>(t->errors.load()));
     PostLatency h;
     {
       std::lock_guard<std::mutex> g(t->latencyMu);
       h = t->latency;
     }
-    h.addTo(sink, kLatency, {sink.keep(t->url.text)});
+    h.addTo(sink, kLatency, {sink.keep(url)});
   }
   sink.add(kDropped, {}, static_cast<double>(dropped_.load()));
   sink.add(kQueueLength, {}, static_cast<double>(queueLength()));

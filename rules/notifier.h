@@ -16,8 +16,10 @@
 // batch larger than the queue capacity keeps its newest alerts, a full queue
 // drops its oldest; both count as dropped. One sender thread takes up to 64
 // alerts at a time and posts them to every Alertmanager at once, each under
-// the timeout. A post that fails (transport error, timeout, a status that is
-// not 2xx) counts an error for that Alertmanager; the batch counts as sent
+// the timeout. A post that fails (transport error, TLS, timeout, a status
+// that is not 2xx) counts an error for that Alertmanager and is logged when
+// its reason differs from the last post's (a wrong CA is one line, not one
+// per batch; the recovery is one line too); the batch counts as sent
 // to every Alertmanager tried; it counts as dropped when no Alertmanager
 // took it. Not sent again: the next resend delivers the alert's state.
 #pragma once
@@ -39,12 +41,13 @@
 #include "metrics/metric.h"
 #include "promql/labels.h"
 #include "rules/group.h"
-#include "rules/http_post.h"
+#include "rules/alertmanager_config.h"
 
 namespace memcg::rules {
 
 struct NotifierOptions {
   std::vector<std::string> alertmanagerUrls;  ///< --rules.alertmanager-url (repeatable)
+  std::string alertmanagerConfig;  ///< --rules.alertmanager-config (a file)
   int64_t resendDelayMs = 60 * 1000;          ///< --rules.alert.resend-delay
   size_t queueCapacity = 10000;   ///< --rules.alertmanager.notification-queue-capacity
   int64_t timeoutMs = 10 * 1000;  ///< --rules.alertmanager.timeout
@@ -53,6 +56,10 @@ struct NotifierOptions {
 };
 
 FlagList notifierFlags(NotifierOptions& o);
+
+/// The Alertmanagers of the URLs and the config file (in that order); an
+/// error names the bad URL or the file and key.
+Result<std::vector<AlertmanagerTarget>> alertmanagerTargets(const NotifierOptions& o);
 
 /// One alert as Alertmanager's v2 API takes it.
 struct PostableAlert {
@@ -72,8 +79,11 @@ std::string generatorPath(std::string_view expr);
 
 class Notifier {
  public:
-  /// Parses the URLs (an error names the bad one).
+  /// Parses the URLs and the config file (an error names the bad one).
   static Result<std::unique_ptr<Notifier>> create(NotifierOptions opts);
+  /// With the Alertmanagers already resolved (shared with the puller).
+  static std::unique_ptr<Notifier> create(NotifierOptions opts,
+                                          std::vector<AlertmanagerTarget> targets);
   ~Notifier();
 
   void start();
@@ -107,12 +117,13 @@ class Notifier {
 
  private:
   struct Target {
-    HttpUrl url;
+    AlertmanagerTarget am;
     std::string postPath;  ///< url.path + "/api/v2/alerts"
     std::atomic<uint64_t> sent{0};
     std::atomic<uint64_t> errors{0};
     mutable std::mutex latencyMu;
     PostLatency latency;  ///< every post, failed ones too (up to the timeout)
+    std::string lastError;  ///< logged once per change ("" = the last post worked)
   };
   explicit Notifier(NotifierOptions opts);
   void loop();

@@ -63,6 +63,7 @@ FlagList rulesFlags(RulesOptions& o) {
        ""},
   };
   for (auto& f : notifierFlags(o.notifier)) flags.push_back(std::move(f));
+  for (auto& f : pullerFlags(o.pull)) flags.push_back(std::move(f));
   return flags;
 }
 

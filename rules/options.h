@@ -8,6 +8,7 @@
 
 #include "common/flag_spec.h"
 #include "rules/actions.h"
+#include "rules/alert_puller.h"
 #include "rules/notifier.h"
 
 namespace memcg::rules {
@@ -20,6 +21,7 @@ struct RulesOptions {
   /// templates, added to notifications.
   std::map<std::string, std::string> externalLabels;
   NotifierOptions notifier;                ///< --rules.alertmanager-url and the rest
+  PullerOptions pull;                      ///< --rules.alertmanager.pull*
 };
 
 FlagList rulesFlags(RulesOptions& o);

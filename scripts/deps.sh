@@ -21,7 +21,7 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux
-      chromium openssl strace)
+      chromium openssl strace bc)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 want=("${build[@]}")

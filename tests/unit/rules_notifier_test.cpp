@@ -17,93 +17,16 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "rules/http_post.h"
+#include "common/http_client.h"
 #include "rules/notifier.h"
 #include "rules/options.h"
 #include "rules/rule_file.h"
+#include "tests/support/fake_http_server.h"
 
 namespace memcg::rules {
 namespace {
 
-/// A loopback HTTP server: records each request (request line + body) and
-/// answers with `status`, or never answers when status is 0.
-class Recorder {
- public:
-  explicit Recorder(int status) : status_(status) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~Recorder() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string url(const std::string& path = "") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  std::vector<std::pair<std::string, std::string>> requests() {
-    std::lock_guard<std::mutex> g(mu_);
-    return reqs_;
-  }
-
- private:
-  void loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      std::string in;
-      char buf[4096];
-      size_t want = std::string::npos;
-      while (want == std::string::npos || in.size() < want) {
-        pollfd q{c, POLLIN, 0};
-        if (::poll(&q, 1, 2000) <= 0) break;
-        ssize_t n = ::read(c, buf, sizeof buf);
-        if (n <= 0) break;
-        in.append(buf, static_cast<size_t>(n));
-        size_t e = in.find("\r\n\r\n");
-        if (e != std::string::npos && want == std::string::npos) {
-          size_t cl = in.find("Content-Length: ");
-          want = e + 4 + (cl < e ? std::stoul(in.substr(cl + 16)) : 0);
-        }
-      }
-      size_t e = in.find("\r\n\r\n");
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        reqs_.push_back({in.substr(0, in.find("\r\n")),
-                         e == std::string::npos ? "" : in.substr(e + 4)});
-      }
-      if (status_ == 0) {  // never answers: hold the connection until the client gives up
-        pollfd q{c, POLLIN, 0};
-        while (!stop_ && ::poll(&q, 1, 20) == 0) {
-        }
-      } else {
-        std::string body = status_ / 100 == 2 ? "" : "bad";
-        std::string r = "HTTP/1.1 " + std::to_string(status_) +
-                        " X\r\nContent-Length: " + std::to_string(body.size()) +
-                        "\r\n\r\n" + body;
-        (void)!::write(c, r.data(), r.size());
-      }
-      ::close(c);
-    }
-  }
-  int status_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<std::pair<std::string, std::string>> reqs_;
-  std::thread thread_;
-};
+using Recorder = test::FakeHttpServer;
 
 promql::Labels L(std::vector<promql::Label> v) {
   return promql::makeLabels(std::move(v));
@@ -171,7 +94,8 @@ TEST(RulesNotifier, Flags) {
   EXPECT_EQ(o.notifier.timeoutMs, 500);
   EXPECT_EQ(o.externalLabels.at("node"), "n1");
   EXPECT_EQ(o.notifier.externalUrl, "http://n1:9256");
-  EXPECT_THROW(setFlag(fl, "rules.alertmanager-url", "https://am:9093"),
+  setFlag(fl, "rules.alertmanager-url", "https://am:9093");  // TLS: libcurl
+  EXPECT_THROW(setFlag(fl, "rules.alertmanager-url", "ftp://am:9093"),
                std::invalid_argument);
   EXPECT_THROW(setFlag(fl, "rules.external-label", "node"), std::invalid_argument);
   EXPECT_THROW(setFlag(fl, "rules.external-label", "1x=y"), std::invalid_argument);
@@ -181,20 +105,24 @@ TEST(RulesNotifier, Flags) {
 }
 
 TEST(RulesNotifier, UrlParsing) {
-  auto u = parseHttpUrl("http://127.0.0.1:9093/am/");
+  auto u = parseClientUrl("http://127.0.0.1:9093/am/");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(u->host, "127.0.0.1");
   EXPECT_EQ(u->port, "9093");
   EXPECT_EQ(u->path, "/am");
-  auto v6 = parseHttpUrl("http://[::1]:1");
+  auto v6 = parseClientUrl("http://[::1]:1");
   ASSERT_TRUE(v6.ok());
   EXPECT_EQ(v6->host, "::1");
   EXPECT_EQ(v6->path, "/");
-  EXPECT_EQ(parseHttpUrl("http://am")->port, "80");
+  EXPECT_EQ(parseClientUrl("http://am")->port, "80");
+  auto tls = parseClientUrl("https://am");
+  ASSERT_TRUE(tls.ok());
+  EXPECT_EQ(tls->scheme, "https");
+  EXPECT_EQ(tls->port, "443");
   for (const char* bad :
-       {"https://am:9093", "am:9093", "http://:9093", "http://am:0", "http://am:70000",
-        "http://am:x", "http://u:p@am", "http://am/?q"})
-    EXPECT_FALSE(parseHttpUrl(bad).ok()) << bad;
+       {"ftp://am:9093", "am:9093", "http://:9093", "http://am:0", "http://am:70000",
+        "http://am:x", "http://u:p@am", "http://am/?q", "https://"})
+    EXPECT_FALSE(parseClientUrl(bad).ok()) << bad;
 }
 
 TEST(RulesNotifier, GeneratorUrlEscapesLikeGo) {
@@ -365,10 +293,11 @@ TEST(RulesNotifier, ErrorsCountedPerAlertmanager) {
 
 TEST(RulesNotifier, TimeoutBoundsAPost) {
   Recorder silent(0);
-  auto u = parseHttpUrl(silent.url());
+  auto u = parseClientUrl(silent.url());
   ASSERT_TRUE(u.ok());
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = httpPost(*u, "/api/v2/alerts", "application/json", "[]", 200);
+  HttpClient client(HttpClientConfig{});
+  auto r = client.post(*u, "/api/v2/alerts", "application/json", "[]", 200);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0)
                       .count();

@@ -15,7 +15,12 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
 
 #include "collectors/collector.h"
 #include "collectors/discovery.h"
@@ -23,6 +28,7 @@
 #include "metrics/text_format.h"
 #include "tests/support/tracing_live_support.h"
 #include "tracing/bpf/bpf_tracer.h"
+#include "tracing/cgroup_resolver.h"
 #include "tracing/tracer.h"
 
 namespace memcg::tracing {
@@ -249,6 +255,202 @@ TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
       << out;
   EXPECT_NE(log.find("vmscan backend auto: using tracefs"), std::string::npos) << log;
   EXPECT_NE(log.find(reason), std::string::npos) << log;
+}
+
+// The lock storm of LocksLive.RstatContentionAgreesWithSecondInstance
+// (memory.stat flushers in 16 memcgs, 8 of them with streaming readers) with
+// the bpf backend's lock probes on. A second private tracefs instance counts
+// lock:contention_end and cgroup_rstat_lock_contended (same in-kernel
+// filter) as text, bounded by trace_marker lines: O before the backend is
+// attached, A after, B before its maps are read, C after. Every event the
+// backend counted happened in [O,C], every event in [A,B] was its to count:
+//     ref[A,B] <= ours <= ref[O,C]
+// and nothing lost (its programs' recursion misses).
+struct StormCounts {
+  uint64_t ends = 0;
+  uint64_t contended = 0;  // rstat, of the kept cgroup ids
+};
+
+void countStorm(std::string_view text, const std::string& o, const std::string& a,
+                const std::string& b, const std::string& c, const std::set<uint64_t>& ids,
+                StormCounts& ab, StormCounts& oc) {
+  int phase = 0;  // 0 before O, 1 O..A, 2 A..B, 3 B..C, 4 after C
+  std::string_view line;
+  while (nextLine(text, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.find("tracing_mark_write: ") != std::string_view::npos) {
+      if (line.find(o) != std::string_view::npos) phase = 1;
+      else if (line.find(a) != std::string_view::npos) phase = 2;
+      else if (line.find(b) != std::string_view::npos) phase = 3;
+      else if (line.find(c) != std::string_view::npos) phase = 4;
+      continue;
+    }
+    if (phase < 1 || phase > 3) continue;
+    StormCounts one;
+    if (line.find(": contention_end: ") != std::string_view::npos) {
+      one.ends = 1;
+    } else if (size_t p = line.find(": cgroup_rstat_lock_contended: "); p != std::string_view::npos) {
+      size_t id = line.find(" id=", p);
+      if (id == std::string_view::npos) continue;
+      std::string_view num = line.substr(id + 4);
+      num = num.substr(0, num.find(' '));
+      auto v = parseU64(num);
+      if (!v || ids.count(*v) == 0) continue;
+      one.contended = 1;
+    } else {
+      continue;
+    }
+    oc.ends += one.ends;
+    oc.contended += one.contended;
+    if (phase == 2) {
+      ab.ends += one.ends;
+      ab.contended += one.contended;
+    }
+  }
+}
+
+TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  auto cg_text = readWholeFile("/proc/cgroups");
+  ASSERT_TRUE(cg_text.ok());
+  auto hid = parseMemoryHierarchyId(*cg_text);
+  ASSERT_TRUE(hid.has_value());
+  RefInstance ref(uniq("bpf_locks_ref", 4));
+  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+  if (::access((ref.dir + "/events/lock/contention_end").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no lock:contention_end";
+  const bool has_rstat =
+      ::access((ref.dir + "/events/cgroup/cgroup_rstat_lock_contended").c_str(), F_OK) == 0;
+  // 64 MiB per CPU, dropping the newest when full: a lost reference event
+  // shows in its per-CPU stats (checked below) instead of overwriting.
+  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "65536"));
+  ASSERT_TRUE(writeStr(ref.dir + "/options/overwrite", "0"));
+  // One clock for every CPU, so the markers order events across CPUs.
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_clock", "mono"));
+  ASSERT_TRUE(ref.enable("lock", "contention_end"));
+  if (has_rstat) {
+    ASSERT_TRUE(writeStr(ref.dir + "/events/cgroup/cgroup_rstat_lock_contended/filter",
+                         "root==" + std::to_string(*hid)));
+    ASSERT_TRUE(ref.enable("cgroup", "cgroup_rstat_lock_contended"));
+  }
+
+  constexpr int kCgroups = 16, kStreamers = 8, kFlushers = 8;
+  DataFile f("/var/tmp/" + uniq("bpf_locks_file", 4), 128 * kMiB);
+  ASSERT_TRUE(f.ok) << "cannot write " << f.path;
+  std::vector<std::unique_ptr<Cgroup>> cgs;
+  std::set<uint64_t> ids;
+  struct stat st {};
+  ASSERT_EQ(::stat(kMemcgRoot.c_str(), &st), 0);
+  ids.insert(st.st_ino);
+  for (int i = 0; i < kCgroups; ++i) {
+    cgs.push_back(std::make_unique<Cgroup>(uniq("bpf_locks", i)));
+    ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
+    ASSERT_TRUE(writeStr(cgs.back()->path + "/memory.limit_in_bytes", std::to_string(32 * kMiB)));
+    ASSERT_EQ(::stat(cgs.back()->path.c_str(), &st), 0);
+    ids.insert(st.st_ino);
+  }
+  const std::string mo = uniq("bpf_marker_o", 4), ma = uniq("bpf_marker_a", 4),
+                    mb = uniq("bpf_marker_b", 4), mc = uniq("bpf_marker_c", 4);
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mo));
+  bpf::BpfTracerOptions bo = liveBpfOptions();
+  bo.locks = true;
+  auto tracer = bpf::BpfTracer::start(bo);
+  ASSERT_TRUE(tracer.ok()) << tracer.error().message();
+  // Likewise at the start: a CPU already inside a tracepoint when the
+  // program was attached runs the old probe list.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", ma));
+
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> reads{0};
+  std::vector<std::thread> flushers;
+  const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  for (int t = 0; t < kFlushers; ++t) {
+    flushers.emplace_back([&, t] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(t % cpus, &set);
+      ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+      std::vector<int> fds;
+      for (const auto& c : cgs)
+        fds.push_back(::open((c->path + "/memory.stat").c_str(), O_RDONLY | O_CLOEXEC));
+      fds.push_back(::open((kMemcgRoot + "/memory.stat").c_str(), O_RDONLY | O_CLOEXEC));
+      char buf[8192];
+      uint64_t n = 0;
+      while (!done.load(std::memory_order_relaxed)) {
+        for (int fd : fds)
+          if (fd >= 0 && ::pread(fd, buf, sizeof buf, 0) > 0) ++n;
+      }
+      for (int fd : fds) ::close(fd);
+      reads += n;
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    // One round of streamers (each through a 32 MiB limit: reclaim, and
+    // contended locks while reclaiming); the flushers run 8 s either way.
+    std::vector<std::unique_ptr<Child>> kids;
+    for (int i = 0; i < kStreamers; ++i) {
+      kids.push_back(std::make_unique<Child>(f.path));
+      ASSERT_GT(kids.back()->pid, 0);
+      ASSERT_TRUE(writeStr(cgs[static_cast<size_t>(i)]->path + "/cgroup.procs",
+                           std::to_string(kids.back()->pid)));
+    }
+    for (auto& k : kids) k->start();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    done = true;
+    for (auto& t : flushers) t.join();
+    // Streamers still running are killed by their guards.
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mb));
+  // An event stamped before B by the reference (its probe runs first) may
+  // reach our program a little later on another (v)CPU: read the maps once
+  // every event of [A,B] has surely run both probes. C still follows the read.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const TraceSnapshot snap = (*tracer)->snapshot();
+  const uint64_t ours_ends = (*tracer)->contentionEnds();
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mc));
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "0"));
+  tracer->reset();  // detached: nothing more counted
+
+  uint64_t ours_contended = 0;
+  for (const auto& c : snap.locks.cgroups) {
+    if (c.label == "/") ours_contended += c.rstat.contended;
+    for (const auto& cg : cgs)
+      if (c.label == "/" + cg->path.substr(kMemcgRoot.size() + 1)) ours_contended += c.rstat.contended;
+  }
+  const uint64_t ref_lost = ref.lost();
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  StormCounts ab, oc;
+  countStorm(*text, mo, ma, mb, mc, ids, ab, oc);
+  std::printf(
+      "[ live ] %.1f s, %lu memory.stat reads; contention_end ours %lu (%.0f/s) ref[A,B] %lu "
+      "ref[O,C] %lu; rstat contended ours %lu ref[A,B] %lu ref[O,C] %lu; ours lost %lu, "
+      "reference lost %lu; snapshot CPU %.3f ms\n",
+      secs, static_cast<unsigned long>(reads.load()), static_cast<unsigned long>(ours_ends),
+      static_cast<double>(ours_ends) / secs, static_cast<unsigned long>(ab.ends),
+      static_cast<unsigned long>(oc.ends), static_cast<unsigned long>(ours_contended),
+      static_cast<unsigned long>(ab.contended), static_cast<unsigned long>(oc.contended),
+      static_cast<unsigned long>(snap.events_lost), static_cast<unsigned long>(ref_lost),
+      snap.reader_cpu_ns / 1e6);
+  EXPECT_EQ(snap.events_lost, 0u);
+  ASSERT_EQ(ref_lost, 0u) << "the reference instance lost events: nothing exact to compare";
+  ASSERT_GT(ab.ends, 0u) << "the workload produced no lock contention";
+  EXPECT_LE(ab.ends, ours_ends);
+  EXPECT_LE(ours_ends, oc.ends);
+  // Every end ours saw is a paired wait or an unpaired end.
+  uint64_t paired = snap.locks.unpaired_ends;
+  for (const auto& k : snap.locks.node) paired += k.count;
+  EXPECT_LE(paired, ours_ends);
+  if (has_rstat && ab.contended > 0) {
+    EXPECT_LE(ab.contended, ours_contended);
+    EXPECT_LE(ours_contended, oc.contended);
+  }
 }
 
 }  // namespace

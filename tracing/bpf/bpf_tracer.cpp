@@ -392,6 +392,13 @@ TraceSnapshot BpfTracer::snapshot() const {
   return s;
 }
 
+uint64_t BpfTracer::contentionEnds() const {
+  mt_node n{};
+  const uint32_t zero = 0;
+  lookupPerCpu(bpf_map__fd(impl_->skel->maps.node), zero, impl_->ncpus, n);
+  return n.lock_ends;
+}
+
 std::vector<MapSize> BpfTracer::mapSizes() const {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> g(m.mu);

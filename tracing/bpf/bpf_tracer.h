@@ -79,6 +79,9 @@ class BpfTracer : public ReclaimAttribution {
   /// Reads the maps (any thread; serialised). events_lost = programs'
   /// recursion misses; reader_cpu_ns = CPU time spent in snapshot().
   TraceSnapshot snapshot() const;
+  /// lock:contention_end events seen since start (paired, unpaired, and
+  /// those of series dropped since): what an independent trace counts.
+  uint64_t contentionEnds() const;
   /// Entries in use and capacity of each bounded map (memcg_trace_bpf_map_*).
   std::vector<MapSize> mapSizes() const;
 

@@ -16,6 +16,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
 }
 TraceSnapshot BpfTracer::snapshot() const { return {}; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
+uint64_t BpfTracer::contentionEnds() const { return 0; }
 void BpfTracer::markReclaimer(int32_t) {}
 void BpfTracer::unmarkReclaimer(int32_t) {}
 

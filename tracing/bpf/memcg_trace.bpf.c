@@ -335,6 +335,7 @@ int BPF_PROG(contention_end, void* lock, int ret) {
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
+  n->lock_ends++;
   __u64 now = bpf_ktime_get_ns();
   struct mt_task* t = task_of(current_tid(), 0, n);
   __u64 addr = (__u64)lock;

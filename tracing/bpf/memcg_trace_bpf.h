@@ -72,6 +72,7 @@ struct mt_node {
   mt_u64 lock_nested_begins;
   mt_u64 rstat_unpaired;
   mt_u64 lock_map_full;    /* lock series that could not be kept */
+  mt_u64 lock_ends;        /* contention_end events seen */
 };
 
 /* Per task (thread id): reclaim begin/end pairing and open lock waits. */

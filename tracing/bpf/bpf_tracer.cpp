@@ -422,6 +422,7 @@ void BpfTracer::markReclaimer(int32_t tid) {
   const uint32_t key = static_cast<uint32_t>(tid);
   const uint8_t one = 1;
   bpf_map_update_elem(bpf_map__fd(impl_->skel->maps.reclaimers), &key, &one, BPF_ANY);
+  impl_->skel->bss->nr_reclaimers = static_cast<uint32_t>(impl_->reclaimers.size());
 }
 
 void BpfTracer::unmarkReclaimer(int32_t tid) {
@@ -429,6 +430,7 @@ void BpfTracer::unmarkReclaimer(int32_t tid) {
   impl_->reclaimers.erase(tid);
   const uint32_t key = static_cast<uint32_t>(tid);
   bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.reclaimers), &key);
+  impl_->skel->bss->nr_reclaimers = static_cast<uint32_t>(impl_->reclaimers.size());
 }
 
 }  // namespace memcg::tracing::bpf

@@ -101,13 +101,15 @@ static __always_inline void observe(struct mt_hist* h, __u64 v, int lock) {
   h->sum += v;
 }
 
+/* Direct loads through BTF pointers (CO-RE relocated, checked by the
+ * verifier, faults caught by the kernel): a fraction of the cost of one
+ * bpf_probe_read_kernel() call per hop, which BPF_CORE_READ would make. */
 static __always_inline __u64 memcg_id_of(struct task_struct* t) {
   int ss = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
-  struct cgroup_subsys_state* css;
   if (ss < 0 || ss >= CGROUP_SUBSYS_COUNT) return 0;
-  css = BPF_CORE_READ(t, cgroups, subsys[ss]);
+  struct cgroup_subsys_state* css = t->cgroups->subsys[ss];
   if (!css) return 0;
-  return BPF_CORE_READ(css, cgroup, kn, id);
+  return css->cgroup->kn->id;
 }
 
 static __always_inline __u64 current_memcg_id(void) {
@@ -138,7 +140,12 @@ static __always_inline struct mt_task* task_of(__u32 tid, int create, struct mt_
 
 static __always_inline __u32 current_tid(void) { return (__u32)bpf_get_current_pid_tgid(); }
 
+/* Entries in `reclaimers`, kept by the loader: the lookup is skipped while
+ * there are none (the usual case). */
+__u32 nr_reclaimers = 0;
+
 static __always_inline int is_reclaimer(__u32 tid) {
+  if (!nr_reclaimers) return 0;
   return bpf_map_lookup_elem(&reclaimers, &tid) != 0;
 }
 
@@ -208,7 +215,7 @@ static __always_inline int context_of(struct mt_task* t, __u32 tid) {
   if (t && t->begin_ts[1]) return is_reclaimer(tid) ? C_PROACTIVE : C_MEMCG;
   if (t && t->begin_ts[0]) return C_DIRECT;
   struct task_struct* cur = bpf_get_current_task_btf();
-  if (BPF_CORE_READ(cur, flags) & PF_KSWAPD_FLAG) return C_KSWAPD;
+  if (cur->flags & PF_KSWAPD_FLAG) return C_KSWAPD;
   if (is_reclaimer(tid)) return C_PROACTIVE;
   return C_OTHER;
 }
@@ -228,8 +235,8 @@ int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
   struct mt_lru* l = &c->lru[cx][file ? 1 : 0];
   l->scanned += nr_scanned;
   l->reclaimed += nr_reclaimed;
-  l->dirty += BPF_CORE_READ(stat, nr_dirty);
-  l->writeback += BPF_CORE_READ(stat, nr_writeback);
+  l->dirty += stat->nr_dirty;
+  l->writeback += stat->nr_writeback;
   return 0;
 }
 
@@ -278,8 +285,8 @@ int BPF_PROG(kswapd_sleep, int nid) {
 /* A removed memcg's series go with it (bounded maps). */
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
-  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != hierarchy_id) return 0;
-  __u64 id = BPF_CORE_READ(cgrp, kn, id);
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
+  __u64 id = cgrp->kn->id;
   struct mt_node* n = node_stats();
   if (bpf_map_delete_elem(&cgroups, &id) == 0 && n) n->cgroups_removed++;
   bpf_map_delete_elem(&rstat, &id);
@@ -290,7 +297,7 @@ int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
  * it on sched_process_exit too). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(process_exit, struct task_struct* p) {
-  __u32 tid = BPF_CORE_READ(p, pid);
+  __u32 tid = p->pid;
   bpf_map_delete_elem(&tasks, &tid);
   return 0;
 }
@@ -373,7 +380,7 @@ int BPF_PROG(contention_end, void* lock, int ret) {
 }
 
 static __always_inline struct mt_rstat* rstat_of(struct cgroup* cgrp, struct mt_node* n) {
-  __u64 id = BPF_CORE_READ(cgrp, kn, id);
+  __u64 id = cgrp->kn->id;
   struct mt_rstat* r = bpf_map_lookup_elem(&rstat, &id);
   if (r) return r;
   bpf_map_update_elem(&rstat, &id, &zero_rstat, BPF_NOEXIST);
@@ -384,7 +391,7 @@ static __always_inline struct mt_rstat* rstat_of(struct cgroup* cgrp, struct mt_
 
 SEC("tp_btf/cgroup_rstat_lock_contended")
 int BPF_PROG(rstat_contended, struct cgroup* cgrp, int cpu, bool contended) {
-  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != hierarchy_id) return 0;
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
@@ -400,7 +407,7 @@ int BPF_PROG(rstat_contended, struct cgroup* cgrp, int cpu, bool contended) {
 
 SEC("tp_btf/cgroup_rstat_locked")
 int BPF_PROG(rstat_locked, struct cgroup* cgrp, int cpu, bool contended) {
-  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != hierarchy_id) return 0;
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
@@ -423,7 +430,7 @@ int BPF_PROG(rstat_locked, struct cgroup* cgrp, int cpu, bool contended) {
 
 SEC("tp_btf/cgroup_rstat_unlock")
 int BPF_PROG(rstat_unlock, struct cgroup* cgrp, int cpu, bool contended) {
-  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != hierarchy_id) return 0;
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
@@ -445,7 +452,7 @@ int BPF_PROG(memcg_flush_stats, struct mem_cgroup* memcg, s64 stats_updates, boo
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
-  struct cgroup* cgrp = BPF_CORE_READ(memcg, css.cgroup);
+  struct cgroup* cgrp = memcg->css.cgroup;
   struct mt_rstat* r = rstat_of(cgrp, n);
   if (!r) return 0;
   if (needs_flush) r->flushes++;

@@ -336,6 +336,15 @@ std::pair<double, double> lockStorm(const std::string& backend, int seconds,
   for (auto& t : th) t.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   TraceSnapshot s = tr ? tr->snapshot() : bt->snapshot();
+  // contention_end events seen: paired waits (node-wide and per cgroup) +
+  // unpaired ends; the bpf backend also keeps the plain count.
+  uint64_t ends = s.locks.unpaired_ends;
+  for (const auto& k : s.locks.node) ends += k.count;
+  for (const auto& c : s.locks.cgroups)
+    for (const auto& k : c.contention) ends += k.count;
+  std::printf("lock storm %-7s contention_end %lu%s\n", backend.c_str(),
+              static_cast<unsigned long>(ends),
+              bt ? (" (kernel count " + std::to_string(bt->contentionEnds()) + ")").c_str() : "");
   return {static_cast<double>(s.events_lost), static_cast<double>(s.events_read)};
 }
 

@@ -88,19 +88,29 @@ T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
   return out;
 }
 
-// Every key of a map (they change while we read: a key deleted between
-// get_next_key calls ends the walk early, which the next scrape makes up).
+// Every key of a map, once. Keys change while we read: when the key we
+// stand on is deleted (a cgroup's rmdir), a hash map's get_next_key starts
+// over from its first key, so keys already seen are skipped, and the walk is
+// bounded (a key added meanwhile may be missed: the next scrape has it).
 template <class K>
-std::vector<K> keysOf(int fd) {
+std::vector<K> keysOf(int fd, size_t max_entries) {
   std::vector<K> keys;
+  std::set<std::vector<uint8_t>> seen;
   K cur{}, next{};
   const void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    keys.push_back(next);
+  for (size_t steps = 0; steps < 4 * max_entries + 16 &&
+                         bpf_map_get_next_key(fd, prev, &next) == 0;
+       ++steps) {
+    const auto* b = reinterpret_cast<const uint8_t*>(&next);
+    if (seen.emplace(b, b + sizeof(K)).second) keys.push_back(next);
     cur = next;
     prev = &cur;
   }
   return keys;
+}
+template <class K>
+std::vector<K> keysOf(bpf_map* map) {
+  return keysOf<K>(bpf_map__fd(map), bpf_map__max_entries(map));
 }
 
 template <class V, class K>
@@ -282,7 +292,7 @@ TraceSnapshot BpfTracer::snapshot() const {
       }
     c.kswapd_wakeup_requests += v.wakeup_kswapd;
   };
-  for (uint64_t id : keysOf<uint64_t>(cg_fd)) {
+  for (uint64_t id : keysOf<uint64_t>(m.skel->maps.cgroups)) {
     mt_cgroup v{};
     if (!lookupPerCpu(cg_fd, id, ncpus, v)) continue;
     live_ids.insert(id);
@@ -313,7 +323,7 @@ TraceSnapshot BpfTracer::snapshot() const {
   const uint64_t now = monoNs();
   std::set<std::tuple<uint32_t, int, uint64_t>> still;
   uint64_t tasks = 0;
-  for (uint32_t tid : keysOf<uint32_t>(task_fd)) {
+  for (uint32_t tid : keysOf<uint32_t>(m.skel->maps.tasks)) {
     ++tasks;
     mt_task t{};
     if (bpf_map_lookup_elem(task_fd, &tid, &t) != 0) continue;
@@ -347,7 +357,7 @@ TraceSnapshot BpfTracer::snapshot() const {
       return p ? *p : std::string("_unknown");
     };
     const int lw_fd = bpf_map__fd(m.skel->maps.lock_waits);
-    for (const mt_lock_key& k : keysOf<mt_lock_key>(lw_fd)) {
+    for (const mt_lock_key& k : keysOf<mt_lock_key>(m.skel->maps.lock_waits)) {
       // A series of a removed cgroup (its reclaim series is gone): dropped.
       if (k.cg_id != MT_NODE_ID && live_ids.count(k.cg_id) == 0) {
         bpf_map_delete_elem(lw_fd, &k);
@@ -370,7 +380,7 @@ TraceSnapshot BpfTracer::snapshot() const {
       ks.wait.merge(h);
     }
     const int rs_fd = bpf_map__fd(m.skel->maps.rstat);
-    for (uint64_t id : keysOf<uint64_t>(rs_fd)) {
+    for (uint64_t id : keysOf<uint64_t>(m.skel->maps.rstat)) {
       mt_rstat r{};
       if (!lookupPerCpu(rs_fd, id, ncpus, r)) continue;
       std::string label = labelOf(id);
@@ -406,12 +416,12 @@ std::vector<MapSize> BpfTracer::mapSizes() const {
   auto add = [&](const char* name, bpf_map* map, size_t count) {
     out.push_back({name, count, bpf_map__max_entries(map)});
   };
-  add("cgroups", m.skel->maps.cgroups, keysOf<uint64_t>(bpf_map__fd(m.skel->maps.cgroups)).size());
-  add("tasks", m.skel->maps.tasks, keysOf<uint32_t>(bpf_map__fd(m.skel->maps.tasks)).size());
+  add("cgroups", m.skel->maps.cgroups, keysOf<uint64_t>(m.skel->maps.cgroups).size());
+  add("tasks", m.skel->maps.tasks, keysOf<uint32_t>(m.skel->maps.tasks).size());
   if (m.opts.locks) {
     add("lock_waits", m.skel->maps.lock_waits,
-        keysOf<mt_lock_key>(bpf_map__fd(m.skel->maps.lock_waits)).size());
-    add("rstat", m.skel->maps.rstat, keysOf<uint64_t>(bpf_map__fd(m.skel->maps.rstat)).size());
+        keysOf<mt_lock_key>(m.skel->maps.lock_waits).size());
+    add("rstat", m.skel->maps.rstat, keysOf<uint64_t>(m.skel->maps.rstat).size());
   }
   return out;
 }

@@ -89,20 +89,20 @@ T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
 }
 
 // Every key of a map, once. Keys change while we read: when the key we
-// stand on is deleted (a cgroup's rmdir), a hash map's get_next_key starts
-// over from its first key, so keys already seen are skipped, and the walk is
-// bounded (a key added meanwhile may be missed: the next scrape has it).
+// stand on is deleted (a cgroup's rmdir, a task's exit), a hash map's
+// get_next_key starts over from its first key. The walk stops there: the
+// keys after it are read at the next scrape (re-walking would cost O(n) per
+// deletion, and tasks exit all the time).
 template <class K>
 std::vector<K> keysOf(int fd, size_t max_entries) {
   std::vector<K> keys;
   std::set<std::vector<uint8_t>> seen;
   K cur{}, next{};
   const void* prev = nullptr;
-  for (size_t steps = 0; steps < 4 * max_entries + 16 &&
-                         bpf_map_get_next_key(fd, prev, &next) == 0;
-       ++steps) {
+  while (keys.size() <= max_entries && bpf_map_get_next_key(fd, prev, &next) == 0) {
     const auto* b = reinterpret_cast<const uint8_t*>(&next);
-    if (seen.emplace(b, b + sizeof(K)).second) keys.push_back(next);
+    if (!seen.emplace(b, b + sizeof(K)).second) break;
+    keys.push_back(next);
     cur = next;
     prev = &cur;
   }

@@ -10,8 +10,8 @@
 //   off       nothing traced
 //   tracefs   the tracefs backend (tracing/tracer.h) in this process: its
 //             instance, reader thread, aggregator; snapshot + render every SCRAPE_MS
-//   bpf       the bpf backend (tracing/bpf/bpf_tracer.h): snapshot + render every SCRAPE_MS
-//   bpftrace  a bpftrace script counting the same vmscan events, with stall
+//   bpf       the bpf backend (tracing/bpf/bpf_tracer.h): snapshot + render every
+//   SCRAPE_MS bpftrace  a bpftrace script counting the same vmscan events, with stall
 //             histograms per pid (the tool the issue measured against)
 // Figures:
 //   sys/ev    (children's sys CPU - median of off) / events the mode counted
@@ -87,7 +87,8 @@ std::string readStr(const std::string& p) {
 uint64_t threadCpuNs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -104,15 +105,17 @@ std::map<uint32_t, std::pair<uint64_t, uint64_t>> progStats() {
     if (fd < 0) continue;
     bpf_prog_info info{};
     uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) out[id] = {info.run_time_ns, info.run_cnt};
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+      out[id] = {info.run_time_ns, info.run_cnt};
     ::close(fd);
   }
   return out;
 }
 // Run time and count of the programs in `now` that were not in `before`.
-std::pair<uint64_t, uint64_t> newProgs(const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& before,
-                                       const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& start,
-                                       const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& now) {
+std::pair<uint64_t, uint64_t> newProgs(
+    const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& before,
+    const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& start,
+    const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& now) {
   uint64_t ns = 0, cnt = 0;
   for (const auto& [id, v] : now) {
     if (before.count(id)) continue;
@@ -185,7 +188,8 @@ struct Scraper {
 };
 
 struct ModeResult {
-  double events = 0, sys_s = 0, wall_s = 0, user_cpu_ms = 0, prog_ns = 0, prog_cnt = 0, lost = 0;
+  double events = 0, sys_s = 0, wall_s = 0, user_cpu_ms = 0, prog_ns = 0, prog_cnt = 0,
+         lost = 0;
 };
 
 const char* kBt = R"(
@@ -198,7 +202,8 @@ END { clear(@b); clear(@stall); clear(@scan); clear(@wake); }
 )";
 
 // The readers, one per cgroup, in parallel: summed CPU, the longest wall.
-Workload runReaders(const std::vector<std::string>& cgs, const std::string& file, int passes) {
+Workload runReaders(const std::vector<std::string>& cgs, const std::string& file,
+                    int passes) {
   std::vector<Workload> ws(cgs.size());
   std::vector<std::thread> th;
   for (size_t i = 0; i < cgs.size(); ++i)
@@ -252,7 +257,8 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
       ::execlp("bpftrace", "bpftrace", "-e", kBt, (char*)nullptr);
       ::_exit(127);
     }
-    for (int i = 0; i < 1200 && readStr(btout).find("Attaching") == std::string::npos; ++i)
+    for (int i = 0; i < 1200 && readStr(btout).find("Attaching") == std::string::npos;
+         ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
@@ -266,7 +272,8 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
   const uint64_t sc0 = sc ? sc->cpu_ns.load() : 0;
   auto start = progStats();
   Workload w = runReaders(cg, file, passes);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the tracefs reader drains
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(600));  // the tracefs reader drains
   auto end = progStats();
   r.events = ev() - e0;
   r.sys_s = w.sys_s;
@@ -291,7 +298,8 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
 
 // Lock storm with one backend's lock probes on: lost events and events seen.
 std::pair<double, double> lockStorm(const std::string& backend, int seconds,
-                                    const std::vector<std::string>& cgs, const std::string& file) {
+                                    const std::vector<std::string>& cgs,
+                                    const std::string& file) {
   std::unique_ptr<Tracer> tr;
   std::unique_ptr<bpf::BpfTracer> bt;
   if (backend == "tracefs") {
@@ -315,7 +323,8 @@ std::pair<double, double> lockStorm(const std::string& backend, int seconds,
   for (int t = 0; t < 8; ++t) {
     th.emplace_back([&] {
       std::vector<int> fds;
-      for (const auto& c : cgs) fds.push_back(::open((c + "/memory.stat").c_str(), O_RDONLY));
+      for (const auto& c : cgs)
+        fds.push_back(::open((c + "/memory.stat").c_str(), O_RDONLY));
       fds.push_back(::open((kMemcg + "/memory.stat").c_str(), O_RDONLY));
       char buf[8192];
       while (!done)
@@ -342,9 +351,10 @@ std::pair<double, double> lockStorm(const std::string& backend, int seconds,
   for (const auto& k : s.locks.node) ends += k.count;
   for (const auto& c : s.locks.cgroups)
     for (const auto& k : c.contention) ends += k.count;
-  std::printf("lock storm %-7s contention_end %lu%s\n", backend.c_str(),
-              static_cast<unsigned long>(ends),
-              bt ? (" (kernel count " + std::to_string(bt->contentionEnds()) + ")").c_str() : "");
+  std::printf(
+      "lock storm %-7s contention_end %lu%s\n", backend.c_str(),
+      static_cast<unsigned long>(ends),
+      bt ? (" (kernel count " + std::to_string(bt->contentionEnds()) + ")").c_str() : "");
   return {static_cast<double>(s.events_lost), static_cast<double>(s.events_read)};
 }
 
@@ -357,21 +367,25 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!bpf::probe(bpf::BpfTracerOptions{}).ok) {
-    std::printf("bpf_backend_bench: SKIPPED: %s\n", bpf::probe(bpf::BpfTracerOptions{}).reason.c_str());
+    std::printf("bpf_backend_bench: SKIPPED: %s\n",
+                bpf::probe(bpf::BpfTracerOptions{}).reason.c_str());
     return 0;
   }
   if (::access("/sys/kernel/tracing/instances", F_OK) != 0) {
-    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         ::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {
       std::printf("bpf_backend_bench: SKIPPED: cannot mount tracefs\n");
       return 0;
     }
   }
   const uint64_t limit = envU("LIMIT_MIB", 64), fmib = envU("FILE_MIB", 256);
-  const int passes = static_cast<int>(envU("PASSES", 2)), lock_s = static_cast<int>(envU("LOCK_S", 10));
+  const int passes = static_cast<int>(envU("PASSES", 2)),
+            lock_s = static_cast<int>(envU("LOCK_S", 10));
   const std::string cg = kMemcg + "/" + kPrefix;
   std::vector<std::string> reader_cgs;
-  for (uint64_t i = 0; i < envU("READERS", 2); ++i) reader_cgs.push_back(cg + "_r" + std::to_string(i));
+  for (uint64_t i = 0; i < envU("READERS", 2); ++i)
+    reader_cgs.push_back(cg + "_r" + std::to_string(i));
   const std::string file = "/var/tmp/" + kPrefix + ".dat";
   const std::string stats_path = "/proc/sys/kernel/bpf_stats_enabled";
   const std::string stats0 = readStr(stats_path);
@@ -386,7 +400,8 @@ int main(int argc, char** argv) {
     ::mkdir(c.c_str(), 0755);
     writeStr(c + "/memory.limit_in_bytes", std::to_string(limit << 20));
   }
-  for (auto& c : {"/sys/kernel/tracing/instances/" + kPrefix + "_locks"}) ::rmdir(c.c_str());
+  for (auto& c : {"/sys/kernel/tracing/instances/" + kPrefix + "_locks"})
+    ::rmdir(c.c_str());
   static std::function<void()> on_signal;
   on_signal = [&] { cleanup(); };
   for (int sig : {SIGINT, SIGTERM}) {
@@ -411,9 +426,10 @@ int main(int argc, char** argv) {
       ModeResult r = runMode(m, reader_cgs, file, passes, i);
       res[m].push_back(r);
       std::fprintf(stderr,
-                   "run %d %-8s events %.0f sys %.3f s wall %.2f s user-space %.2f ms prog %.0f ns / %.0f runs lost %.0f\n",
-                   i + 1, m.c_str(), r.events, r.sys_s, r.wall_s, r.user_cpu_ms, r.prog_ns, r.prog_cnt,
-                   r.lost);
+                   "run %d %-8s events %.0f sys %.3f s wall %.2f s user-space %.2f ms "
+                   "prog %.0f ns / %.0f runs lost %.0f\n",
+                   i + 1, m.c_str(), r.events, r.sys_s, r.wall_s, r.user_cpu_ms,
+                   r.prog_ns, r.prog_cnt, r.lost);
     }
   }
   auto med = [&](const std::string& m, double ModeResult::*f) {
@@ -422,34 +438,44 @@ int main(int argc, char** argv) {
     return median(v);
   };
   const double off_sys = med("off", &ModeResult::sys_s);
-  std::printf("\nbpf_backend_bench: %d runs, %zu readers each %lu MiB x %d through %lu MiB (memcg reclaim "
-              "storm), scrape every %lu ms; medians\n",
-              runs, reader_cgs.size(), static_cast<unsigned long>(fmib), passes,
-              static_cast<unsigned long>(limit), static_cast<unsigned long>(envU("SCRAPE_MS", 15000)));
-  std::printf("%-9s %10s %9s %9s %10s %10s %12s %6s\n", "mode", "events", "wall_s", "sys_s",
-              "sys/ev_us", "prog/ev_us", "user_cpu_ms", "lost");
+  std::printf(
+      "\nbpf_backend_bench: %d runs, %zu readers each %lu MiB x %d through %lu MiB "
+      "(memcg reclaim "
+      "storm), scrape every %lu ms; medians\n",
+      runs, reader_cgs.size(), static_cast<unsigned long>(fmib), passes,
+      static_cast<unsigned long>(limit),
+      static_cast<unsigned long>(envU("SCRAPE_MS", 15000)));
+  std::printf("%-9s %10s %9s %9s %10s %10s %12s %6s\n", "mode", "events", "wall_s",
+              "sys_s", "sys/ev_us", "prog/ev_us", "user_cpu_ms", "lost");
   for (const auto& m : modes) {
     std::vector<double> per_ev, prog_ev;
     for (const auto& r : res[m]) {
       if (r.events > 0) per_ev.push_back((r.sys_s - off_sys) * 1e6 / r.events);
       if (r.prog_cnt > 0) prog_ev.push_back(r.prog_ns / r.prog_cnt / 1e3);
     }
-    std::printf("%-9s %10.0f %9.2f %9.3f %10s %10s %12s %6.0f\n", m.c_str(), med(m, &ModeResult::events),
-                med(m, &ModeResult::wall_s), med(m, &ModeResult::sys_s),
-                per_ev.empty() ? "-" : std::to_string(median(per_ev)).substr(0, 6).c_str(),
-                prog_ev.empty() ? "-" : std::to_string(median(prog_ev)).substr(0, 6).c_str(),
-                m == "off" || m == "bpftrace" ? "-"
-                                              : std::to_string(med(m, &ModeResult::user_cpu_ms)).substr(0, 7).c_str(),
-                med(m, &ModeResult::lost));
+    std::printf(
+        "%-9s %10.0f %9.2f %9.3f %10s %10s %12s %6.0f\n", m.c_str(),
+        med(m, &ModeResult::events), med(m, &ModeResult::wall_s),
+        med(m, &ModeResult::sys_s),
+        per_ev.empty() ? "-" : std::to_string(median(per_ev)).substr(0, 6).c_str(),
+        prog_ev.empty() ? "-" : std::to_string(median(prog_ev)).substr(0, 6).c_str(),
+        m == "off" || m == "bpftrace"
+            ? "-"
+            : std::to_string(med(m, &ModeResult::user_cpu_ms)).substr(0, 7).c_str(),
+        med(m, &ModeResult::lost));
   }
-  const double ut = med("tracefs", &ModeResult::user_cpu_ms), ub = med("bpf", &ModeResult::user_cpu_ms);
+  const double ut = med("tracefs", &ModeResult::user_cpu_ms),
+               ub = med("bpf", &ModeResult::user_cpu_ms);
   std::vector<double> bpf_prog;
   for (const auto& r : res["bpf"])
     if (r.prog_cnt > 0) bpf_prog.push_back(r.prog_ns / r.prog_cnt / 1e3);
   const double pe = median(bpf_prog);
-  std::printf("target: bpf program cost per event %.3f us <= 0.2 us: %s\n", pe, pe <= 0.2 ? "PASS" : "FAIL");
-  std::printf("target: exporter user-space CPU bpf %.2f ms <= tracefs %.2f ms / 10: %s (ratio %.3f)\n", ub, ut,
-              ub <= ut / 10 ? "PASS" : "FAIL", ut > 0 ? ub / ut : 0.0);
+  std::printf("target: bpf program cost per event %.3f us <= 0.2 us: %s\n", pe,
+              pe <= 0.2 ? "PASS" : "FAIL");
+  std::printf(
+      "target: exporter user-space CPU bpf %.2f ms <= tracefs %.2f ms / 10: %s (ratio "
+      "%.3f)\n",
+      ub, ut, ub <= ut / 10 ? "PASS" : "FAIL", ut > 0 ? ub / ut : 0.0);
 
   if (lock_s > 0) {
     for (int i = 0; i < 16; ++i) {
@@ -459,8 +485,8 @@ int main(int argc, char** argv) {
     }
     for (const char* b : {"tracefs", "bpf"}) {
       auto [lost, seen] = lockStorm(b, lock_s, lock_cgs, file);
-      std::printf("lock storm %-7s %d s: events %.0f (%.0f/s) lost %.0f\n", b, lock_s, seen,
-                  seen / lock_s, lost);
+      std::printf("lock storm %-7s %d s: events %.0f (%.0f/s) lost %.0f\n", b, lock_s,
+                  seen, seen / lock_s, lost);
     }
   }
   cleanup();

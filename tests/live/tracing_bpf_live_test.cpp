@@ -14,8 +14,8 @@
 // tracepoint).
 #include <gtest/gtest.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -79,13 +79,13 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
 
   VmscanOptions cfg;
   cfg.instance = uniq("bpf_tracefs", 1);
-  TracingService tfs = startVmscanBackend(VmscanBackendChoice::kTracefs,
-                                          tracerOptions(cfg, discovery.layout(), "/proc"),
-                                          bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  TracingService tfs = startVmscanBackend(
+      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
   ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
-  TracingService bsvc = startVmscanBackend(VmscanBackendChoice::kBpf,
-                                           tracerOptions(cfg, discovery.layout(), "/proc"),
-                                           bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  TracingService bsvc = startVmscanBackend(
+      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
   ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
   EXPECT_EQ(bsvc.tracer, nullptr);
   auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
@@ -115,18 +115,21 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
   std::string t;
   for (int i = 0; i < 120; ++i) {
     t = scrapeText(*tcol, discovery);
-    if (sampleValue(t, "memcg_vmscan_reclaim_total" + sel) >= static_cast<double>(only.reclaims))
+    if (sampleValue(t, "memcg_vmscan_reclaim_total" + sel) >=
+        static_cast<double>(only.reclaims))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   const double b_n = sampleValue(b, "memcg_vmscan_reclaim_total" + sel);
   const double b_pages = sampleValue(b, "memcg_vmscan_reclaimed_pages_total" + sel);
-  const double b_stalls = sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_count" + sel);
+  const double b_stalls =
+      sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_count" + sel);
   const double b_sum = sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_sum" + sel);
   const double t_n = sampleValue(t, "memcg_vmscan_reclaim_total" + sel);
   const double t_sum = sampleValue(t, "memcg_vmscan_reclaim_stall_seconds_sum" + sel);
   std::printf(
-      "[ live ] %s: reference reclaims %lu pages %lu | bpf %.0f pages %.0f stalls %.0f sum %.6f s "
+      "[ live ] %s: reference reclaims %lu pages %lu | bpf %.0f pages %.0f stalls %.0f "
+      "sum %.6f s "
       "| tracefs %.0f sum %.6f s (diff %.3f%%)\n",
       rel.c_str(), static_cast<unsigned long>(only.reclaims),
       static_cast<unsigned long>(only.pages), b_n, b_pages, b_stalls, b_sum, t_n, t_sum,
@@ -146,16 +149,18 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
                                "\",kind=\"memcg\",le=\"0.001\"}"),
             0);
   // LRU scans by context: the limit reclaim's scans, in the same place.
-  EXPECT_GT(sampleValue(b, "memcg_vmscan_reclaim_stat_scanned_pages_total{cgroup=\"" + rel +
-                               "\",context=\"limit\"}"),
+  EXPECT_GT(sampleValue(b, "memcg_vmscan_reclaim_stat_scanned_pages_total{cgroup=\"" +
+                               rel + "\",context=\"limit\"}"),
             0);
   EXPECT_EQ(sampleValue(b, "memcg_vmscan_reclaim_stat_freed_pages_total{cgroup=\"" + rel +
                                "\",context=\"limit\"}"),
             b_pages);
   EXPECT_EQ(sampleValue(b, "memcg_trace_up"), 1);
   EXPECT_EQ(sampleValue(b, "memcg_trace_events_lost_total"), 0);
-  EXPECT_EQ(sampleValue(b, "memcg_trace_backend_info{backend=\"bpf\",reason=\"\"}"), 1) << b;
-  EXPECT_EQ(sampleValue(t, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"\"}"), 1);
+  EXPECT_EQ(sampleValue(b, "memcg_trace_backend_info{backend=\"bpf\",reason=\"\"}"), 1)
+      << b;
+  EXPECT_EQ(sampleValue(t, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"\"}"),
+            1);
   const double entries = sampleValue(b, "memcg_trace_bpf_map_entries{map=\"cgroups\"}");
   EXPECT_GE(entries, 2);  // ours and the overflow series at least
   EXPECT_GT(sampleValue(b, "memcg_trace_bpf_map_max_entries{map=\"cgroups\"}"), entries);
@@ -169,8 +174,8 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
   auto after = bsvc.bpf->snapshot();
   EXPECT_EQ(findCgroup(after, rel), nullptr);
   EXPECT_EQ(after.aggregator.cgroups_removed, removed0 + 1);
-  const double entries_after =
-      sampleValue(scrapeText(*bcol, discovery), "memcg_trace_bpf_map_entries{map=\"cgroups\"}");
+  const double entries_after = sampleValue(
+      scrapeText(*bcol, discovery), "memcg_trace_bpf_map_entries{map=\"cgroups\"}");
   EXPECT_LT(entries_after, entries);
 }
 
@@ -178,9 +183,9 @@ TEST(BpfLive, AutoPicksBpfWhereAllowed) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
   VmscanOptions cfg;
   cfg.instance = uniq("bpf_auto", 2);
-  TracingService svc = startVmscanBackend(VmscanBackendChoice::kAuto,
-                                          tracerOptions(cfg, MountLayout{}, "/proc"),
-                                          liveBpfOptions());
+  TracingService svc =
+      startVmscanBackend(VmscanBackendChoice::kAuto,
+                         tracerOptions(cfg, MountLayout{}, "/proc"), liveBpfOptions());
   EXPECT_EQ(svc.backend, "bpf");
   EXPECT_EQ(svc.reason, "bpf available");
   EXPECT_NE(svc.bpf, nullptr);
@@ -218,9 +223,9 @@ TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
     if (!dropBpfCaps()) ::_exit(3);
     VmscanOptions cfg;
     cfg.instance = uniq("bpf_nocap", 3);
-    TracingService svc = startVmscanBackend(VmscanBackendChoice::kAuto,
-                                            tracerOptions(cfg, MountLayout{}, "/proc"),
-                                            liveBpfOptions());
+    TracingService svc =
+        startVmscanBackend(VmscanBackendChoice::kAuto,
+                           tracerOptions(cfg, MountLayout{}, "/proc"), liveBpfOptions());
     auto c = makeVmscanCollector(svc.tracer.get(), svc.down, svc.info());
     CgroupTree tree;
     ScrapeContext ctx(tree);
@@ -246,11 +251,12 @@ TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
   int st = 0;
   ASSERT_EQ(::waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
-  std::printf("[ live ] child without CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN:\n%s", log.c_str());
+  std::printf("[ live ] child without CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN:\n%s",
+              log.c_str());
   EXPECT_EQ(out.rfind("tracefs\nbpf-off\n", 0), 0u) << out;
   const std::string reason = "missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)";
-  EXPECT_EQ(sampleValue(out, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"" + reason +
-                                 "\"}"),
+  EXPECT_EQ(sampleValue(out, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"" +
+                                 reason + "\"}"),
             1)
       << out;
   EXPECT_NE(log.find("vmscan backend auto: using tracefs"), std::string::npos) << log;
@@ -279,17 +285,22 @@ void countStorm(std::string_view text, const std::string& o, const std::string& 
   while (nextLine(text, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (line.find("tracing_mark_write: ") != std::string_view::npos) {
-      if (line.find(o) != std::string_view::npos) phase = 1;
-      else if (line.find(a) != std::string_view::npos) phase = 2;
-      else if (line.find(b) != std::string_view::npos) phase = 3;
-      else if (line.find(c) != std::string_view::npos) phase = 4;
+      if (line.find(o) != std::string_view::npos)
+        phase = 1;
+      else if (line.find(a) != std::string_view::npos)
+        phase = 2;
+      else if (line.find(b) != std::string_view::npos)
+        phase = 3;
+      else if (line.find(c) != std::string_view::npos)
+        phase = 4;
       continue;
     }
     if (phase < 1 || phase > 3) continue;
     StormCounts one;
     if (line.find(": contention_end: ") != std::string_view::npos) {
       one.ends = 1;
-    } else if (size_t p = line.find(": cgroup_rstat_lock_contended: "); p != std::string_view::npos) {
+    } else if (size_t p = line.find(": cgroup_rstat_lock_contended: ");
+               p != std::string_view::npos) {
       size_t id = line.find(" id=", p);
       if (id == std::string_view::npos) continue;
       std::string_view num = line.substr(id + 4);
@@ -320,7 +331,8 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
   if (::access((ref.dir + "/events/lock/contention_end").c_str(), F_OK) != 0)
     GTEST_SKIP() << "this kernel has no lock:contention_end";
   const bool has_rstat =
-      ::access((ref.dir + "/events/cgroup/cgroup_rstat_lock_contended").c_str(), F_OK) == 0;
+      ::access((ref.dir + "/events/cgroup/cgroup_rstat_lock_contended").c_str(), F_OK) ==
+      0;
   // 64 MiB per CPU, dropping the newest when full: a lost reference event
   // shows in its per-CPU stats (checked below) instead of overwriting.
   ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "65536"));
@@ -345,7 +357,8 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
   for (int i = 0; i < kCgroups; ++i) {
     cgs.push_back(std::make_unique<Cgroup>(uniq("bpf_locks", i)));
     ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
-    ASSERT_TRUE(writeStr(cgs.back()->path + "/memory.limit_in_bytes", std::to_string(32 * kMiB)));
+    ASSERT_TRUE(
+        writeStr(cgs.back()->path + "/memory.limit_in_bytes", std::to_string(32 * kMiB)));
     ASSERT_EQ(::stat(cgs.back()->path.c_str(), &st), 0);
     ids.insert(st.st_ino);
   }
@@ -421,7 +434,8 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
   for (const auto& c : snap.locks.cgroups) {
     if (c.label == "/") ours_contended += c.rstat.contended;
     for (const auto& cg : cgs)
-      if (c.label == "/" + cg->path.substr(kMemcgRoot.size() + 1)) ours_contended += c.rstat.contended;
+      if (c.label == "/" + cg->path.substr(kMemcgRoot.size() + 1))
+        ours_contended += c.rstat.contended;
   }
   const uint64_t ref_lost = ref.lost();
   auto text = readWholeFile(ref.dir + "/trace");
@@ -429,17 +443,20 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
   StormCounts ab, oc;
   countStorm(*text, mo, ma, mb, mc, ids, ab, oc);
   std::printf(
-      "[ live ] %.1f s, %lu memory.stat reads; contention_end ours %lu (%.0f/s) ref[A,B] %lu "
+      "[ live ] %.1f s, %lu memory.stat reads; contention_end ours %lu (%.0f/s) ref[A,B] "
+      "%lu "
       "ref[O,C] %lu; rstat contended ours %lu ref[A,B] %lu ref[O,C] %lu; ours lost %lu, "
       "reference lost %lu; snapshot CPU %.3f ms\n",
-      secs, static_cast<unsigned long>(reads.load()), static_cast<unsigned long>(ours_ends),
-      static_cast<double>(ours_ends) / secs, static_cast<unsigned long>(ab.ends),
-      static_cast<unsigned long>(oc.ends), static_cast<unsigned long>(ours_contended),
+      secs, static_cast<unsigned long>(reads.load()),
+      static_cast<unsigned long>(ours_ends), static_cast<double>(ours_ends) / secs,
+      static_cast<unsigned long>(ab.ends), static_cast<unsigned long>(oc.ends),
+      static_cast<unsigned long>(ours_contended),
       static_cast<unsigned long>(ab.contended), static_cast<unsigned long>(oc.contended),
       static_cast<unsigned long>(snap.events_lost), static_cast<unsigned long>(ref_lost),
       snap.reader_cpu_ns / 1e6);
   EXPECT_EQ(snap.events_lost, 0u);
-  ASSERT_EQ(ref_lost, 0u) << "the reference instance lost events: nothing exact to compare";
+  ASSERT_EQ(ref_lost, 0u)
+      << "the reference instance lost events: nothing exact to compare";
   ASSERT_GT(ab.ends, 0u) << "the workload produced no lock contention";
   EXPECT_LE(ab.ends, ours_ends);
   EXPECT_LE(ours_ends, oc.ends);

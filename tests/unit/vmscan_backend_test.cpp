@@ -36,7 +36,8 @@ TEST(VmscanBackendFlag, ParsesEachValueAndRejectsOthers) {
     setFlag(o, "collector.vmscan.backend", "ebpf");
     ADD_FAILURE() << "ebpf accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("tracefs, bpf or auto"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tracefs, bpf or auto"), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(o.backend, VmscanBackendChoice::kTracefs);  // unchanged by the bad value
 }
@@ -52,15 +53,17 @@ TEST(VmscanBackendInfo, DownBackendSaysWhichAndWhy) {
   c->collect(ctx, sink);
   std::string t;
   metrics::writeText(sink.families(), t);
-  EXPECT_NE(t.find("memcg_trace_backend_info{backend=\"bpf\",reason=\"" + b.reason + "\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      t.find("memcg_trace_backend_info{backend=\"bpf\",reason=\"" + b.reason + "\"} 1\n"),
+      std::string::npos)
       << t;
   EXPECT_NE(t.find("memcg_trace_up 0\n"), std::string::npos) << t;
   EXPECT_EQ(ctx.errors.size(), 1u);
   // Every family written is described.
   std::set<std::string> described;
   for (const auto* d : c->describe()) described.insert(d->name);
-  for (const auto& f : sink.families()) EXPECT_TRUE(described.count(f.desc->name)) << f.desc->name;
+  for (const auto& f : sink.families())
+    EXPECT_TRUE(described.count(f.desc->name)) << f.desc->name;
   EXPECT_TRUE(described.count("memcg_trace_bpf_map_entries"));
   EXPECT_TRUE(described.count("memcg_trace_bpf_map_max_entries"));
 }

@@ -32,7 +32,9 @@ bool built() {
 
 Availability probe(const BpfTracerOptions& o) {
   if (!built())
-    return {false, "built without BPF support (libbpf-dev, bpftool or clang missing at build time)"};
+    return {
+        false,
+        "built without BPF support (libbpf-dev, bpftool or clang missing at build time)"};
   if (::access(o.btf_path.c_str(), R_OK) != 0)
     return {false, "kernel has no BTF (" + o.btf_path + " not readable)"};
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

@@ -46,13 +46,15 @@ namespace {
 uint64_t threadCpuNs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 
 uint64_t monoNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // libbpf's own messages: warnings to our log, its debug chatter dropped.
@@ -82,7 +84,8 @@ T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
   const size_t words = sizeof(T) / 8;
   const size_t stride = (sizeof(T) + 7) / 8 * 8;
   for (int c = 0; c < ncpus; ++c) {
-    const auto* v = reinterpret_cast<const uint64_t*>(raw.data() + stride * static_cast<size_t>(c));
+    const auto* v =
+        reinterpret_cast<const uint64_t*>(raw.data() + stride * static_cast<size_t>(c));
     for (size_t i = 0; i < words; ++i) o[i] += v[i];
   }
   return out;
@@ -180,13 +183,15 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     auto text = readWholeFile(o.procfs + "/cgroups");
     if (!text.ok()) return text.error();
     auto id = parseMemoryHierarchyId(*text);
-    if (!id) return makeError(ENOENT, o.procfs + "/cgroups", "memory controller not enabled");
+    if (!id)
+      return makeError(ENOENT, o.procfs + "/cgroups", "memory controller not enabled");
     impl->hierarchy_id = *id;
   }
   impl->resolver =
       std::make_unique<ProcCgroupResolver>(o.procfs, impl->hierarchy_id, o.memory_root);
   impl->ncpus = libbpf_num_possible_cpus();
-  if (impl->ncpus <= 0) return makeError(-impl->ncpus, "bpf", "cannot count possible CPUs");
+  if (impl->ncpus <= 0)
+    return makeError(-impl->ncpus, "bpf", "cannot count possible CPUs");
   libbpf_set_print(libbpfPrint);
 
   memcg_trace* s = memcg_trace__open();
@@ -221,17 +226,21 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
       {s->progs.softlimit_begin, "mm_vmscan_memcg_softlimit_reclaim_begin"},
       {s->progs.softlimit_end, "mm_vmscan_memcg_softlimit_reclaim_end"},
   };
-  for (auto [prog, tp] : softlimit) bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
+  for (auto [prog, tp] : softlimit)
+    bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)
-    return makeError(-err, "bpf", "loading the BPF program failed (verifier or permission)");
+    return makeError(-err, "bpf",
+                     "loading the BPF program failed (verifier or permission)");
   // The overflow series exists from the start, so a full map always has a
   // place to charge to.
   {
-    std::vector<uint8_t> zero(((sizeof(mt_cgroup) + 7) / 8 * 8) * static_cast<size_t>(impl->ncpus));
+    std::vector<uint8_t> zero(((sizeof(mt_cgroup) + 7) / 8 * 8) *
+                              static_cast<size_t>(impl->ncpus));
     const uint64_t key = MT_OVERFLOW_ID;
-    if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) != 0)
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
+        0)
       return makeError(errno, "bpf", "cannot create the overflow series");
   }
   if (int err = memcg_trace__attach(s); err != 0)
@@ -256,7 +265,8 @@ TraceSnapshot BpfTracer::snapshot() const {
   s.aggregator.overflow_events = n.overflow_events;
   s.aggregator.cgroups_removed = n.cgroups_removed;
   for (size_t k = 0; k < kReclaimKinds; ++k)
-    for (size_t r = 0; r < kUnpairedReasons; ++r) s.aggregator.unpaired[k][r] = n.unpaired[k][r];
+    for (size_t r = 0; r < kUnpairedReasons; ++r)
+      s.aggregator.unpaired[k][r] = n.unpaired[k][r];
   std::copy(std::begin(n.wakeup_by_order), std::end(n.wakeup_by_order),
             s.node.wakeup_requests_by_order.begin());
   s.node.kswapd_wakeups = n.kswapd_wakeups;

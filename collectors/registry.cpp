@@ -50,8 +50,9 @@ const std::vector<CollectorInfo>& collectorRegistry() {
        "counts and stalls, LRU scans, kswapd, migrations (needs root)",
        [](const CollectorInputs& in) {
          Error down = in.tracingDown;
-         if (!in.tracer && down.err == 0) down = makeError(ESRCH, "tracefs", "tracing not started");
-         return makeVmscanCollector(in.tracer, std::move(down));
+         if (!in.tracer && !in.vmscanBackend.bpf && down.err == 0)
+           down = makeError(ESRCH, "tracefs", "tracing not started");
+         return makeVmscanCollector(in.tracer, std::move(down), in.vmscanBackend);
        }},
       {"taskstats", false, true,
        "delay accounting per cgroup (TASKSTATS netlink: cpu, blkio, swapin, reclaim, thrashing, "

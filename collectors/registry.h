@@ -42,6 +42,7 @@ struct CollectorInputs {
   KubepodsOptions kubepods;
   tracing::Tracer* tracer = nullptr;  ///< vmscan: null while down
   Error tracingDown;                  ///< vmscan: why tracer is null
+  VmscanBackend vmscanBackend;        ///< vmscan: backend in use (bpf: its tracer)
   TaskstatsService* taskstats = nullptr;
 };
 

@@ -22,6 +22,7 @@
 
 #include "collectors/collector.h"
 #include "common/log.h"
+#include "metrics/descriptors.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/trace_metrics.h"
 #include "tracing/tracefs_session.h"
@@ -30,6 +31,26 @@ namespace memcg {
 
 FlagList vmscanFlags(VmscanOptions& o) {
   return {
+      {"collector.vmscan.backend",
+       "vmscan collector: where reclaim and lock events are aggregated: tracefs (the "
+       "exporter's tracefs instance, read in user space), bpf (in the kernel by a BPF program: "
+       "needs kernel BTF and CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN; no reclaim report rows, "
+       "migrations or detail events) or auto (bpf where possible, else tracefs; the choice is "
+       "logged and shown in memcg_trace_backend_info).",
+       false,
+       [&o](const std::string& v) {
+         if (v == "tracefs") {
+           o.backend = VmscanBackendChoice::kTracefs;
+         } else if (v == "bpf") {
+           o.backend = VmscanBackendChoice::kBpf;
+         } else if (v == "auto") {
+           o.backend = VmscanBackendChoice::kAuto;
+         } else {
+           throw std::invalid_argument(
+               "--collector.vmscan.backend must be tracefs, bpf or auto, got \"" + v + "\"");
+         }
+       },
+       "tracefs"},
       {"path.tracefs",
        "tracefs mount point (empty: /sys/kernel/tracing, then /sys/kernel/debug/tracing; "
        "if tracefs is not mounted: mounted at the given path, or without one privately, "
@@ -109,13 +130,93 @@ TracingService startTracing(const tracing::TracerOptions& o) {
   return out;
 }
 
+tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
+                                                const MountLayout& layout,
+                                                const std::string& procfs) {
+  const tracing::TracerOptions t = tracerOptions(v, layout, procfs);
+  tracing::bpf::BpfTracerOptions o;
+  o.procfs = procfs;
+  o.memory_root = t.memory_root;
+  o.memory_v2 = t.memory_v2;
+  o.locks = t.locks;
+  o.max_cgroups = t.aggregator.max_cgroups;
+  o.max_pids = t.aggregator.max_pids;
+  return o;
+}
+
+TracingService startVmscanBackend(const VmscanOptions& o, const MountLayout& layout,
+                                  const std::string& procfs) {
+  return startVmscanBackend(o.backend, tracerOptions(o, layout, procfs),
+                            bpfTracerOptions(o, layout, procfs));
+}
+
+TracingService startVmscanBackend(VmscanBackendChoice choice,
+                                  const tracing::TracerOptions& tracefs,
+                                  const tracing::bpf::BpfTracerOptions& bpf) {
+  if (choice == VmscanBackendChoice::kTracefs) return startTracing(tracefs);
+  std::string why;
+  if (choice == VmscanBackendChoice::kAuto) {
+    const tracing::bpf::Availability a = tracing::bpf::probe(bpf);
+    if (!a.ok) why = a.reason;
+  }
+  if (why.empty()) {
+    auto t = tracing::bpf::BpfTracer::start(bpf);
+    if (t.ok()) {
+      TracingService out;
+      out.bpf = std::move(t.value());
+      out.backend = "bpf";
+      if (choice == VmscanBackendChoice::kAuto) out.reason = "bpf available";
+      log::info("vmscan backend bpf started", "reason=" + log::quote(out.reason.empty()
+                                                                         ? "asked for"
+                                                                         : out.reason));
+      return out;
+    }
+    if (choice == VmscanBackendChoice::kBpf) {
+      TracingService out;
+      out.backend = "bpf";
+      out.down = t.error();
+      out.reason = t.error().message();
+      log::warn("vmscan bpf backend unavailable; the vmscan collector reports down",
+                "err=" + log::quote(out.down.message()));
+      return out;
+    }
+    why = t.error().message();
+  }
+  log::info("vmscan backend auto: using tracefs, bpf not possible",
+            "reason=" + log::quote(why));
+  TracingService out = startTracing(tracefs);
+  out.reason = why;
+  return out;
+}
+
 namespace {
+
+const metrics::Desc kBackendInfo = metrics::nodeGauge(
+    "memcg_trace_backend_info",
+    "Where the vmscan collector's events are aggregated (backend: tracefs or bpf) and, when it "
+    "was chosen by --collector.vmscan.backend=auto or failed, why (reason); always 1.",
+    {"backend", "reason"});
+const metrics::Desc kBpfMapEntries = metrics::nodeGauge(
+    "memcg_trace_bpf_map_entries",
+    "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, lock_waits, rstat).",
+    {"map"});
+const metrics::Desc kBpfMapMax = metrics::nodeGauge(
+    "memcg_trace_bpf_map_max_entries",
+    "bpf backend: capacity of each bounded BPF map; a full cgroups map charges new cgroups to "
+    "cgroup=\"_overflow\".",
+    {"map"});
 
 class VmscanCollector : public Collector {
  public:
-  VmscanCollector(tracing::Tracer* tracer, Error down) : tracer_(tracer), down_(std::move(down)) {}
+  VmscanCollector(tracing::Tracer* tracer, Error down, VmscanBackend backend)
+      : tracer_(tracer), down_(std::move(down)), backend_(std::move(backend)) {}
 
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
+    sink.add(kBackendInfo, {backend_.name, sink.keep(backend_.reason)}, 1);
+    if (backend_.bpf) {
+      collectBpf(ctx, sink);
+      return;
+    }
     if (!tracer_) {
       tracing::renderTraceDown(sink);
       ctx.fail(down_);
@@ -140,19 +241,39 @@ class VmscanCollector : public Collector {
   }
 
   std::vector<const metrics::Desc*> describe() const override {
-    return tracing::traceMetricDescs();
+    auto d = tracing::traceMetricDescs();
+    d.push_back(&kBackendInfo);
+    d.push_back(&kBpfMapEntries);
+    d.push_back(&kBpfMapMax);
+    return d;
   }
 
  private:
+  // The bpf backend: its maps are read now, into the tracefs backend's
+  // snapshot shape, rendered by the same code.
+  void collectBpf(ScrapeContext& ctx, metrics::Sink& sink) {
+    tracing::TraceSnapshot s = backend_.bpf->snapshot();
+    tracing::CgroupSelection selection;
+    for (const Cgroup& c : ctx.tree.cgroups) selection.add(c.path, c.inode);
+    tracing::renderTraceSnapshot(s, sink, &selection);
+    for (const auto& m : backend_.bpf->mapSizes()) {
+      std::string_view name = sink.keep(m.map);
+      sink.add(kBpfMapEntries, {name}, static_cast<double>(m.entries));
+      sink.add(kBpfMapMax, {name}, static_cast<double>(m.max_entries));
+    }
+  }
+
   tracing::Tracer* tracer_;  // owned by the App; null while down
   Error down_;
+  VmscanBackend backend_;
   std::atomic<bool> stopped_logged_{false};
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> makeVmscanCollector(tracing::Tracer* tracer, Error down) {
-  return std::make_unique<VmscanCollector>(tracer, std::move(down));
+std::unique_ptr<Collector> makeVmscanCollector(tracing::Tracer* tracer, Error down,
+                                               VmscanBackend backend) {
+  return std::make_unique<VmscanCollector>(tracer, std::move(down), std::move(backend));
 }
 
 }  // namespace memcg

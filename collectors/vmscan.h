@@ -16,11 +16,20 @@
 #include "cgroupfs/discovery.h"
 #include "common/flag_spec.h"
 #include "common/result.h"
+#include "tracing/bpf/bpf_tracer.h"
 #include "tracing/tracer.h"
 
 namespace memcg {
 
+/// --collector.vmscan.backend: where the vmscan/lock events are aggregated.
+enum class VmscanBackendChoice {
+  kTracefs,  ///< the exporter's tracefs instance, read in user space (the reference)
+  kBpf,      ///< in the kernel, by a BPF program (tracing/bpf/bpf_tracer.h)
+  kAuto,     ///< bpf where the kernel has BTF and the process the privileges, else tracefs
+};
+
 struct VmscanOptions {
+  VmscanBackendChoice backend = VmscanBackendChoice::kTracefs;
   /// --path.tracefs: tracefs mount point; empty = find or mount it.
   std::string tracefsPath;
   /// --collector.vmscan.instance: name of the exporter's tracefs instance. A
@@ -42,16 +51,49 @@ FlagList vmscanFlags(VmscanOptions& o);
 tracing::TracerOptions tracerOptions(const VmscanOptions& o, const MountLayout& layout,
                                      const std::string& procfs);
 
+/// The backend in use and why (memcg_trace_backend_info), and the bpf
+/// backend's tracer if it is the one (not owned).
+struct VmscanBackend {
+  std::string name = "tracefs";  ///< "tracefs" or "bpf"
+  std::string reason;            ///< why this one ("" when it was simply asked for)
+  tracing::bpf::BpfTracer* bpf = nullptr;
+};
+
 /// The running tracer, or why there is none.
 struct TracingService {
   std::unique_ptr<tracing::Tracer> tracer;
-  Error down;  ///< set when tracer is null
+  std::unique_ptr<tracing::bpf::BpfTracer> bpf;  ///< set instead of tracer for bpf
+  Error down;  ///< set when neither runs
+  std::string backend = "tracefs";
+  std::string reason;
+  VmscanBackend info() const { return {backend, reason, bpf.get()}; }
+  /// Whichever backend runs, for the controller (null when down).
+  tracing::ReclaimAttribution* attribution() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
 };
 
 /// Starts tracing (logs the outcome once). Never throws.
 TracingService startTracing(const tracing::TracerOptions& o);
 
-/// `tracer` not owned (null: down for `down`).
-std::unique_ptr<Collector> makeVmscanCollector(tracing::Tracer* tracer, Error down);
+/// The bpf backend's options for these flags (same hierarchy and bounds).
+tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& o,
+                                                const MountLayout& layout,
+                                                const std::string& procfs);
+
+/// Starts the backend --collector.vmscan.backend asks for (auto: bpf if
+/// bpf::probe() allows it and it loads, else tracefs), logging the choice
+/// and its reason once. Never throws.
+TracingService startVmscanBackend(const VmscanOptions& o, const MountLayout& layout,
+                                  const std::string& procfs);
+/// The same with explicit backend options (tests).
+TracingService startVmscanBackend(VmscanBackendChoice choice,
+                                  const tracing::TracerOptions& tracefs,
+                                  const tracing::bpf::BpfTracerOptions& bpf);
+
+/// `tracer` not owned (null: down for `down`, unless backend.bpf is set).
+std::unique_ptr<Collector> makeVmscanCollector(tracing::Tracer* tracer, Error down,
+                                               VmscanBackend backend = {});
 
 }  // namespace memcg

@@ -52,7 +52,7 @@ App::App(const Options& opts) : opts_(opts) {
   const std::string& procfs = opts_.discovery.procfsRoot;
   // Services before the collectors that read them.
   if (enabled(on, "vmscan")) {
-    tracing_ = startTracing(tracerOptions(opts_.collectors.vmscan, layout, procfs));
+    tracing_ = startVmscanBackend(opts_.collectors.vmscan, layout, procfs);
   }
   if (enabled(on, "taskstats")) {
     // Exits of processes no scrape saw are attributed by the tracer's pid
@@ -70,6 +70,7 @@ App::App(const Options& opts) : opts_(opts) {
   in.kubepods = opts_.collectors.kubepods;
   in.tracer = tracing_.tracer.get();
   in.tracingDown = tracing_.down;
+  in.vmscanBackend = tracing_.info();
   in.taskstats = taskstats_.get();
   std::vector<EnabledCollector> collectors;
   for (const auto& info : collectorRegistry()) {
@@ -154,7 +155,7 @@ void App::buildController() {
     std::filesystem::create_directories(std::filesystem::path(c.journal).parent_path(),
                                         ec);
     controller_ = std::make_unique<controller::Controller>(
-        c, *walks_, controller::ActuatorOptions{}, tracing_.tracer.get());
+        c, *walks_, controller::ActuatorOptions{}, tracing_.attribution());
     controller_->start();
     log::info("controller enabled", std::string("dry_run=") +
                                         (c.dryRun ? "true" : "false") +

@@ -14,7 +14,9 @@ set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
        libbenchmark-dev libre2-dev libcurl4-openssl-dev ccache
-       libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev)
+       libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev
+       # the vmscan collector's bpf backend (tracing/bpf): without them it is not built
+       libbpf-dev bpftool clang)
 # deployment checks (tests/deploy): compose, yamllint, amtool, python3 + yaml, the .deb
 # (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
 # validator, installed into the build tree) come with this machine kind's image; Debian's

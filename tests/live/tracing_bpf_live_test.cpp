@@ -1,0 +1,474 @@
+// The vmscan collector's bpf backend (tracing/bpf/bpf_tracer.h) on the
+// running kernel, against an independent trace and the tracefs backend on
+// the same workload. Root, cgroup v1 memory, tracefs and a build with the
+// backend; skipped with the reason otherwise.
+//
+// Workload (as tracing_vmscan_live_test.cpp): a child in a fresh 64 MiB
+// memcg streams a 256 MiB file whose page cache was dropped first. All three
+// observers (a second private tracefs instance read as text, the tracefs
+// backend, the bpf backend) are on before the child starts. The bpf maps are
+// written by the traced task itself, so once the child is reaped they hold
+// every event: its reclaim count and pages must EQUAL the reference; its
+// stall sum must be within 1% of the tracefs backend's (both time begin ->
+// end on CLOCK_MONOTONIC, taken at slightly different points of the
+// tracepoint).
+#include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "collectors/collector.h"
+#include "collectors/discovery.h"
+#include "collectors/vmscan.h"
+#include "metrics/text_format.h"
+#include "tests/support/tracing_live_support.h"
+#include "tracing/bpf/bpf_tracer.h"
+#include "tracing/cgroup_resolver.h"
+#include "tracing/tracer.h"
+
+namespace memcg::tracing {
+namespace {
+
+using namespace live;  // NOLINT
+
+std::string bpfSkipReason() {
+  if (!skipReason.empty()) return skipReason;
+  bpf::Availability a = bpf::probe(bpf::BpfTracerOptions{});
+  return a.ok ? std::string() : "bpf backend unavailable: " + a.reason;
+}
+
+bpf::BpfTracerOptions liveBpfOptions() {
+  bpf::BpfTracerOptions o;
+  o.memory_root = kMemcgRoot;
+  o.memory_v2 = false;
+  return o;
+}
+
+std::string scrapeText(Collector& c, Discovery& d) {
+  auto tree = d.refresh();
+  EXPECT_TRUE(tree.ok());
+  if (!tree.ok()) return {};
+  ScrapeContext ctx(**tree);
+  metrics::Sink sink;
+  c.collect(ctx, sink);
+  std::string out;
+  metrics::writeText(sink.families(), out);
+  EXPECT_EQ(ctx.errors.size(), 0u);
+  return out;
+}
+
+TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  Discovery discovery{DiscoveryOptions{}};
+  ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
+
+  RefInstance ref(uniq("bpf_ref", 1));
+  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "16384"));
+  ASSERT_TRUE(ref.enable("vmscan", "mm_vmscan_memcg_reclaim_end"));
+  Cgroup cg(uniq("bpf", 1));
+  ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
+  ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(64 * kMiB)));
+  DataFile file("/var/tmp/" + uniq("bpf_file", 1), 256 * kMiB);
+  ASSERT_TRUE(file.ok) << "cannot write " << file.path;
+
+  VmscanOptions cfg;
+  cfg.instance = uniq("bpf_tracefs", 1);
+  TracingService tfs = startVmscanBackend(
+      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  TracingService bsvc = startVmscanBackend(
+      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+  EXPECT_EQ(bsvc.tracer, nullptr);
+  auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
+  auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
+
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  Child kid(file.path);
+  ASSERT_GT(kid.pid, 0);
+  ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(kid.pid)));
+  const pid_t child = kid.pid;
+  kid.start();
+  ASSERT_EQ(kid.wait(), 0);
+  writeStr(ref.dir + "/tracing_on", "0");
+
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  ASSERT_EQ(ref.lost(), 0u) << "reference instance lost events; enlarge its buffer";
+  const RefCount only = parseRefTrace(*text)[child];
+  ASSERT_GT(only.reclaims, 10u) << "workload did not cause memcg reclaim";
+
+  const std::string rel = "/" + cg.path.substr(kMemcgRoot.size() + 1);
+  const std::string sel = "{cgroup=\"" + rel + "\",kind=\"memcg\"}";
+  // bpf: complete now (the child wrote its own events into the maps).
+  const std::string b = scrapeText(*bcol, discovery);
+  // tracefs: its reader drains at its own pace; scrape until it has the
+  // reference's count (60 s at most).
+  std::string t;
+  for (int i = 0; i < 120; ++i) {
+    t = scrapeText(*tcol, discovery);
+    if (sampleValue(t, "memcg_vmscan_reclaim_total" + sel) >=
+        static_cast<double>(only.reclaims))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const double b_n = sampleValue(b, "memcg_vmscan_reclaim_total" + sel);
+  const double b_pages = sampleValue(b, "memcg_vmscan_reclaimed_pages_total" + sel);
+  const double b_stalls =
+      sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_count" + sel);
+  const double b_sum = sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_sum" + sel);
+  const double t_n = sampleValue(t, "memcg_vmscan_reclaim_total" + sel);
+  const double t_sum = sampleValue(t, "memcg_vmscan_reclaim_stall_seconds_sum" + sel);
+  std::printf(
+      "[ live ] %s: reference reclaims %lu pages %lu | bpf %.0f pages %.0f stalls %.0f "
+      "sum %.6f s "
+      "| tracefs %.0f sum %.6f s (diff %.3f%%)\n",
+      rel.c_str(), static_cast<unsigned long>(only.reclaims),
+      static_cast<unsigned long>(only.pages), b_n, b_pages, b_stalls, b_sum, t_n, t_sum,
+      t_sum > 0 ? 100.0 * (b_sum - t_sum) / t_sum : 0.0);
+  EXPECT_EQ(b_n, static_cast<double>(only.reclaims));
+  EXPECT_EQ(b_pages, static_cast<double>(only.pages));
+  EXPECT_EQ(b_stalls, b_n);  // tracing was on before any reclaim began
+  EXPECT_EQ(sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_bucket{cgroup=\"" + rel +
+                               "\",kind=\"memcg\",le=\"+Inf\"}"),
+            b_stalls);
+  EXPECT_EQ(t_n, b_n);
+  ASSERT_GT(t_sum, 0);
+  EXPECT_NEAR(b_sum, t_sum, 0.01 * t_sum);
+  // The same histogram layout: every bucket line of the tracefs series
+  // exists in the bpf one.
+  EXPECT_GE(sampleValue(b, "memcg_vmscan_reclaim_stall_seconds_bucket{cgroup=\"" + rel +
+                               "\",kind=\"memcg\",le=\"0.001\"}"),
+            0);
+  // LRU scans by context: the limit reclaim's scans, in the same place.
+  EXPECT_GT(sampleValue(b, "memcg_vmscan_reclaim_stat_scanned_pages_total{cgroup=\"" +
+                               rel + "\",context=\"limit\"}"),
+            0);
+  EXPECT_EQ(sampleValue(b, "memcg_vmscan_reclaim_stat_freed_pages_total{cgroup=\"" + rel +
+                               "\",context=\"limit\"}"),
+            b_pages);
+  EXPECT_EQ(sampleValue(b, "memcg_trace_up"), 1);
+  EXPECT_EQ(sampleValue(b, "memcg_trace_events_lost_total"), 0);
+  EXPECT_EQ(sampleValue(b, "memcg_trace_backend_info{backend=\"bpf\",reason=\"\"}"), 1)
+      << b;
+  EXPECT_EQ(sampleValue(t, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"\"}"),
+            1);
+  const double entries = sampleValue(b, "memcg_trace_bpf_map_entries{map=\"cgroups\"}");
+  EXPECT_GE(entries, 2);  // ours and the overflow series at least
+  EXPECT_GT(sampleValue(b, "memcg_trace_bpf_map_max_entries{map=\"cgroups\"}"), entries);
+
+  // rmdir drops the cgroup's series in the kernel (bounded maps).
+  auto before = bsvc.bpf->snapshot();
+  ASSERT_NE(findCgroup(before, rel), nullptr);
+  const uint64_t removed0 = before.aggregator.cgroups_removed;
+  for (int i = 0; i < 50 && ::rmdir(cg.path.c_str()) != 0 && errno == EBUSY; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto after = bsvc.bpf->snapshot();
+  EXPECT_EQ(findCgroup(after, rel), nullptr);
+  EXPECT_EQ(after.aggregator.cgroups_removed, removed0 + 1);
+  const double entries_after = sampleValue(
+      scrapeText(*bcol, discovery), "memcg_trace_bpf_map_entries{map=\"cgroups\"}");
+  EXPECT_LT(entries_after, entries);
+}
+
+TEST(BpfLive, AutoPicksBpfWhereAllowed) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  VmscanOptions cfg;
+  cfg.instance = uniq("bpf_auto", 2);
+  TracingService svc =
+      startVmscanBackend(VmscanBackendChoice::kAuto,
+                         tracerOptions(cfg, MountLayout{}, "/proc"), liveBpfOptions());
+  EXPECT_EQ(svc.backend, "bpf");
+  EXPECT_EQ(svc.reason, "bpf available");
+  EXPECT_NE(svc.bpf, nullptr);
+  EXPECT_EQ(svc.tracer, nullptr);
+}
+
+// Drops CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN from this (child) process.
+bool dropBpfCaps() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct d[2]{};
+  if (::syscall(SYS_capget, &hdr, d) != 0) return false;
+  for (int cap : {CAP_SYS_ADMIN, 38 /* CAP_PERFMON */, 39 /* CAP_BPF */}) {
+    d[cap / 32].effective &= ~(1u << (cap % 32));
+    d[cap / 32].permitted &= ~(1u << (cap % 32));
+    d[cap / 32].inheritable &= ~(1u << (cap % 32));
+  }
+  return ::syscall(SYS_capset, &hdr, d) == 0;
+}
+
+TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
+  if (!skipReason.empty()) GTEST_SKIP() << skipReason;
+  if (!bpf::built()) GTEST_SKIP() << "built without the bpf backend";
+  // In a child that lost the capabilities BPF needs: auto must fall back to
+  // tracefs, say why in its log line and in memcg_trace_backend_info.
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  int errp[2];
+  ASSERT_EQ(::pipe(errp), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(p[0]);
+    ::close(errp[0]);
+    ::dup2(errp[1], STDERR_FILENO);  // the exporter's log goes to stderr
+    if (!dropBpfCaps()) ::_exit(3);
+    VmscanOptions cfg;
+    cfg.instance = uniq("bpf_nocap", 3);
+    TracingService svc =
+        startVmscanBackend(VmscanBackendChoice::kAuto,
+                           tracerOptions(cfg, MountLayout{}, "/proc"), liveBpfOptions());
+    auto c = makeVmscanCollector(svc.tracer.get(), svc.down, svc.info());
+    CgroupTree tree;
+    ScrapeContext ctx(tree);
+    metrics::Sink sink;
+    c->collect(ctx, sink);
+    std::string out = svc.backend + "\n" + (svc.bpf ? "bpf-running" : "bpf-off") + "\n";
+    metrics::writeText(sink.families(), out);
+    (void)!::write(p[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  ::close(errp[1]);
+  auto drain = [](int fd) {
+    std::string s;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return s;
+  };
+  const std::string out = drain(p[0]);
+  const std::string log = drain(errp[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+  std::printf("[ live ] child without CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN:\n%s",
+              log.c_str());
+  EXPECT_EQ(out.rfind("tracefs\nbpf-off\n", 0), 0u) << out;
+  const std::string reason = "missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)";
+  EXPECT_EQ(sampleValue(out, "memcg_trace_backend_info{backend=\"tracefs\",reason=\"" +
+                                 reason + "\"}"),
+            1)
+      << out;
+  EXPECT_NE(log.find("vmscan backend auto: using tracefs"), std::string::npos) << log;
+  EXPECT_NE(log.find(reason), std::string::npos) << log;
+}
+
+// The lock storm of LocksLive.RstatContentionAgreesWithSecondInstance
+// (memory.stat flushers in 16 memcgs, 8 of them with streaming readers) with
+// the bpf backend's lock probes on. A second private tracefs instance counts
+// lock:contention_end and cgroup_rstat_lock_contended (same in-kernel
+// filter) as text, bounded by trace_marker lines: O before the backend is
+// attached, A after, B before its maps are read, C after. Every event the
+// backend counted happened in [O,C], every event in [A,B] was its to count:
+//     ref[A,B] <= ours <= ref[O,C]
+// and nothing lost (its programs' recursion misses).
+struct StormCounts {
+  uint64_t ends = 0;
+  uint64_t contended = 0;  // rstat, of the kept cgroup ids
+};
+
+void countStorm(std::string_view text, const std::string& o, const std::string& a,
+                const std::string& b, const std::string& c, const std::set<uint64_t>& ids,
+                StormCounts& ab, StormCounts& oc) {
+  int phase = 0;  // 0 before O, 1 O..A, 2 A..B, 3 B..C, 4 after C
+  std::string_view line;
+  while (nextLine(text, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.find("tracing_mark_write: ") != std::string_view::npos) {
+      if (line.find(o) != std::string_view::npos)
+        phase = 1;
+      else if (line.find(a) != std::string_view::npos)
+        phase = 2;
+      else if (line.find(b) != std::string_view::npos)
+        phase = 3;
+      else if (line.find(c) != std::string_view::npos)
+        phase = 4;
+      continue;
+    }
+    if (phase < 1 || phase > 3) continue;
+    StormCounts one;
+    if (line.find(": contention_end: ") != std::string_view::npos) {
+      one.ends = 1;
+    } else if (size_t p = line.find(": cgroup_rstat_lock_contended: ");
+               p != std::string_view::npos) {
+      size_t id = line.find(" id=", p);
+      if (id == std::string_view::npos) continue;
+      std::string_view num = line.substr(id + 4);
+      num = num.substr(0, num.find(' '));
+      auto v = parseU64(num);
+      if (!v || ids.count(*v) == 0) continue;
+      one.contended = 1;
+    } else {
+      continue;
+    }
+    oc.ends += one.ends;
+    oc.contended += one.contended;
+    if (phase == 2) {
+      ab.ends += one.ends;
+      ab.contended += one.contended;
+    }
+  }
+}
+
+TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  auto cg_text = readWholeFile("/proc/cgroups");
+  ASSERT_TRUE(cg_text.ok());
+  auto hid = parseMemoryHierarchyId(*cg_text);
+  ASSERT_TRUE(hid.has_value());
+  RefInstance ref(uniq("bpf_locks_ref", 4));
+  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+  if (::access((ref.dir + "/events/lock/contention_end").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no lock:contention_end";
+  const bool has_rstat =
+      ::access((ref.dir + "/events/cgroup/cgroup_rstat_lock_contended").c_str(), F_OK) ==
+      0;
+  // 64 MiB per CPU, dropping the newest when full: a lost reference event
+  // shows in its per-CPU stats (checked below) instead of overwriting.
+  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "65536"));
+  ASSERT_TRUE(writeStr(ref.dir + "/options/overwrite", "0"));
+  // One clock for every CPU, so the markers order events across CPUs.
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_clock", "mono"));
+  ASSERT_TRUE(ref.enable("lock", "contention_end"));
+  if (has_rstat) {
+    ASSERT_TRUE(writeStr(ref.dir + "/events/cgroup/cgroup_rstat_lock_contended/filter",
+                         "root==" + std::to_string(*hid)));
+    ASSERT_TRUE(ref.enable("cgroup", "cgroup_rstat_lock_contended"));
+  }
+
+  constexpr int kCgroups = 16, kStreamers = 8, kFlushers = 8;
+  DataFile f("/var/tmp/" + uniq("bpf_locks_file", 4), 128 * kMiB);
+  ASSERT_TRUE(f.ok) << "cannot write " << f.path;
+  std::vector<std::unique_ptr<Cgroup>> cgs;
+  std::set<uint64_t> ids;
+  struct stat st {};
+  ASSERT_EQ(::stat(kMemcgRoot.c_str(), &st), 0);
+  ids.insert(st.st_ino);
+  for (int i = 0; i < kCgroups; ++i) {
+    cgs.push_back(std::make_unique<Cgroup>(uniq("bpf_locks", i)));
+    ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
+    ASSERT_TRUE(
+        writeStr(cgs.back()->path + "/memory.limit_in_bytes", std::to_string(32 * kMiB)));
+    ASSERT_EQ(::stat(cgs.back()->path.c_str(), &st), 0);
+    ids.insert(st.st_ino);
+  }
+  const std::string mo = uniq("bpf_marker_o", 4), ma = uniq("bpf_marker_a", 4),
+                    mb = uniq("bpf_marker_b", 4), mc = uniq("bpf_marker_c", 4);
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mo));
+  bpf::BpfTracerOptions bo = liveBpfOptions();
+  bo.locks = true;
+  auto tracer = bpf::BpfTracer::start(bo);
+  ASSERT_TRUE(tracer.ok()) << tracer.error().message();
+  // Likewise at the start: a CPU already inside a tracepoint when the
+  // program was attached runs the old probe list.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", ma));
+
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> reads{0};
+  std::vector<std::thread> flushers;
+  const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  for (int t = 0; t < kFlushers; ++t) {
+    flushers.emplace_back([&, t] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(t % cpus, &set);
+      ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+      std::vector<int> fds;
+      for (const auto& c : cgs)
+        fds.push_back(::open((c->path + "/memory.stat").c_str(), O_RDONLY | O_CLOEXEC));
+      fds.push_back(::open((kMemcgRoot + "/memory.stat").c_str(), O_RDONLY | O_CLOEXEC));
+      char buf[8192];
+      uint64_t n = 0;
+      while (!done.load(std::memory_order_relaxed)) {
+        for (int fd : fds)
+          if (fd >= 0 && ::pread(fd, buf, sizeof buf, 0) > 0) ++n;
+      }
+      for (int fd : fds) ::close(fd);
+      reads += n;
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    // One round of streamers (each through a 32 MiB limit: reclaim, and
+    // contended locks while reclaiming); the flushers run 8 s either way.
+    std::vector<std::unique_ptr<Child>> kids;
+    for (int i = 0; i < kStreamers; ++i) {
+      kids.push_back(std::make_unique<Child>(f.path));
+      ASSERT_GT(kids.back()->pid, 0);
+      ASSERT_TRUE(writeStr(cgs[static_cast<size_t>(i)]->path + "/cgroup.procs",
+                           std::to_string(kids.back()->pid)));
+    }
+    for (auto& k : kids) k->start();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    done = true;
+    for (auto& t : flushers) t.join();
+    // Streamers still running are killed by their guards.
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mb));
+  // An event stamped before B by the reference (its probe runs first) may
+  // reach our program a little later on another (v)CPU: read the maps once
+  // every event of [A,B] has surely run both probes. C still follows the read.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const TraceSnapshot snap = (*tracer)->snapshot();
+  const uint64_t ours_ends = (*tracer)->contentionEnds();
+  ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mc));
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "0"));
+  tracer->reset();  // detached: nothing more counted
+
+  uint64_t ours_contended = 0;
+  for (const auto& c : snap.locks.cgroups) {
+    if (c.label == "/") ours_contended += c.rstat.contended;
+    for (const auto& cg : cgs)
+      if (c.label == "/" + cg->path.substr(kMemcgRoot.size() + 1))
+        ours_contended += c.rstat.contended;
+  }
+  const uint64_t ref_lost = ref.lost();
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  StormCounts ab, oc;
+  countStorm(*text, mo, ma, mb, mc, ids, ab, oc);
+  std::printf(
+      "[ live ] %.1f s, %lu memory.stat reads; contention_end ours %lu (%.0f/s) ref[A,B] "
+      "%lu "
+      "ref[O,C] %lu; rstat contended ours %lu ref[A,B] %lu ref[O,C] %lu; ours lost %lu, "
+      "reference lost %lu; snapshot CPU %.3f ms\n",
+      secs, static_cast<unsigned long>(reads.load()),
+      static_cast<unsigned long>(ours_ends), static_cast<double>(ours_ends) / secs,
+      static_cast<unsigned long>(ab.ends), static_cast<unsigned long>(oc.ends),
+      static_cast<unsigned long>(ours_contended),
+      static_cast<unsigned long>(ab.contended), static_cast<unsigned long>(oc.contended),
+      static_cast<unsigned long>(snap.events_lost), static_cast<unsigned long>(ref_lost),
+      snap.reader_cpu_ns / 1e6);
+  EXPECT_EQ(snap.events_lost, 0u);
+  ASSERT_EQ(ref_lost, 0u)
+      << "the reference instance lost events: nothing exact to compare";
+  ASSERT_GT(ab.ends, 0u) << "the workload produced no lock contention";
+  EXPECT_LE(ab.ends, ours_ends);
+  EXPECT_LE(ours_ends, oc.ends);
+  // Every end ours saw is a paired wait or an unpaired end.
+  uint64_t paired = snap.locks.unpaired_ends;
+  for (const auto& k : snap.locks.node) paired += k.count;
+  EXPECT_LE(paired, ours_ends);
+  if (has_rstat && ab.contended > 0) {
+    EXPECT_LE(ab.contended, ours_contended);
+    EXPECT_LE(ours_contended, oc.contended);
+  }
+}
+
+}  // namespace
+}  // namespace memcg::tracing

@@ -1,0 +1,88 @@
+// --collector.vmscan.backend without root or BPF: the flag's values, the
+// info metric of a backend that is down, and bpf::probe()'s reasons.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "collectors/vmscan.h"
+#include "metrics/text_format.h"
+#include "tracing/bpf/bpf_tracer.h"
+
+namespace memcg {
+namespace {
+
+void setFlag(VmscanOptions& o, const std::string& name, const std::string& v) {
+  for (auto& f : vmscanFlags(o)) {
+    if (f.name == name) {
+      f.set(v);
+      return;
+    }
+  }
+  FAIL() << "no flag " << name;
+}
+
+TEST(VmscanBackendFlag, ParsesEachValueAndRejectsOthers) {
+  VmscanOptions o;
+  EXPECT_EQ(o.backend, VmscanBackendChoice::kTracefs);  // the reference stays the default
+  setFlag(o, "collector.vmscan.backend", "bpf");
+  EXPECT_EQ(o.backend, VmscanBackendChoice::kBpf);
+  setFlag(o, "collector.vmscan.backend", "auto");
+  EXPECT_EQ(o.backend, VmscanBackendChoice::kAuto);
+  setFlag(o, "collector.vmscan.backend", "tracefs");
+  EXPECT_EQ(o.backend, VmscanBackendChoice::kTracefs);
+  try {
+    setFlag(o, "collector.vmscan.backend", "ebpf");
+    ADD_FAILURE() << "ebpf accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tracefs, bpf or auto"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(o.backend, VmscanBackendChoice::kTracefs);  // unchanged by the bad value
+}
+
+TEST(VmscanBackendInfo, DownBackendSaysWhichAndWhy) {
+  VmscanBackend b;
+  b.name = "bpf";
+  b.reason = "kernel has no BTF (/nonexistent not readable)";
+  auto c = makeVmscanCollector(nullptr, makeError(EPERM, "bpf", b.reason), b);
+  CgroupTree tree;
+  ScrapeContext ctx(tree);
+  metrics::Sink sink;
+  c->collect(ctx, sink);
+  std::string t;
+  metrics::writeText(sink.families(), t);
+  EXPECT_NE(
+      t.find("memcg_trace_backend_info{backend=\"bpf\",reason=\"" + b.reason + "\"} 1\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(t.find("memcg_trace_up 0\n"), std::string::npos) << t;
+  EXPECT_EQ(ctx.errors.size(), 1u);
+  // Every family written is described.
+  std::set<std::string> described;
+  for (const auto* d : c->describe()) described.insert(d->name);
+  for (const auto& f : sink.families())
+    EXPECT_TRUE(described.count(f.desc->name)) << f.desc->name;
+  EXPECT_TRUE(described.count("memcg_trace_bpf_map_entries"));
+  EXPECT_TRUE(described.count("memcg_trace_bpf_map_max_entries"));
+}
+
+TEST(BpfProbe, SaysWhatIsMissing) {
+  tracing::bpf::BpfTracerOptions o;
+  o.btf_path = "/nonexistent/memcg_exporter_test_btf";
+  tracing::bpf::Availability a = tracing::bpf::probe(o);
+  EXPECT_FALSE(a.ok);
+  if (tracing::bpf::built()) {
+    EXPECT_NE(a.reason.find("no BTF"), std::string::npos) << a.reason;
+  } else {
+    EXPECT_NE(a.reason.find("built without BPF"), std::string::npos) << a.reason;
+  }
+  // start() refuses with the same reason, leaving nothing behind.
+  auto t = tracing::bpf::BpfTracer::start(o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find(a.reason), std::string::npos) << t.error().message();
+}
+
+}  // namespace
+}  // namespace memcg

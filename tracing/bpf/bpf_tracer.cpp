@@ -1,0 +1,456 @@
+// The bpf backend's loader and map reader (bpf_tracer.h). Built only with
+// MEMCG_HAVE_BPF; the skeleton header is generated at build time by bpftool
+// from memcg_trace.bpf.c compiled against the running kernel's BTF.
+#include "tracing/bpf/bpf_tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/file.h"
+#include "common/log.h"
+#include "memcg_trace.skel.h"
+#include "tracing/bpf/memcg_trace_bpf.h"
+#include "tracing/cgroup_resolver.h"
+#include "tracing/lock_stats.h"
+#include "tracing/series_table.h"
+
+namespace memcg::tracing::bpf {
+
+// The program's index orders are the tracefs backend's.
+static_assert(MT_KINDS == kReclaimKinds);
+static_assert(MT_CONTEXTS == kReclaimContexts);
+static_assert(MT_LRU_TYPES == kLruTypes);
+static_assert(MT_REASONS == kUnpairedReasons);
+static_assert(MT_WAKEUP_ORDERS == kWakeupOrders);
+static_assert(MT_BOUNDS == kStallBoundsNs.size() && MT_BOUNDS == kLockBoundsNs.size());
+static_assert(MT_BUCKETS == StallHistogram{}.buckets.size());
+static_assert(MT_BUCKETS == LockHistogram{}.buckets.size());
+static_assert(static_cast<int>(ReclaimKind::kProactive) == 3);
+static_assert(static_cast<int>(ReclaimContext::kKswapd) == 4);
+static_assert(static_cast<int>(UnpairedReason::kBeginOpenTooLong) == 3);
+
+namespace {
+
+uint64_t threadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t monoNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// libbpf's own messages: warnings to our log, its debug chatter dropped.
+int libbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  char buf[512];
+  int n = vsnprintf(buf, sizeof buf, fmt, args);
+  std::string msg(buf);
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  if (!msg.empty()) log::debug("libbpf", "msg=" + log::quote(msg));
+  return n;
+}
+
+template <class H>
+void toHist(const mt_hist& m, H& h) {
+  for (size_t i = 0; i < h.buckets.size(); ++i) h.buckets[i] = m.buckets[i];
+  h.count = m.count;
+  h.sum = m.sum;
+}
+
+// Sums every u64 of per-CPU values (the structs hold only u64s).
+template <class T>
+T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
+  static_assert(sizeof(T) % 8 == 0);
+  T out{};
+  auto* o = reinterpret_cast<uint64_t*>(&out);
+  const size_t words = sizeof(T) / 8;
+  const size_t stride = (sizeof(T) + 7) / 8 * 8;
+  for (int c = 0; c < ncpus; ++c) {
+    const auto* v =
+        reinterpret_cast<const uint64_t*>(raw.data() + stride * static_cast<size_t>(c));
+    for (size_t i = 0; i < words; ++i) o[i] += v[i];
+  }
+  return out;
+}
+
+// Every key of a map, once. Keys change while we read: when the key we
+// stand on is deleted (a cgroup's rmdir, a task's exit), a hash map's
+// get_next_key starts over from its first key. The walk stops there: the
+// keys after it are read at the next scrape (re-walking would cost O(n) per
+// deletion, and tasks exit all the time).
+template <class K>
+std::vector<K> keysOf(int fd, size_t max_entries) {
+  std::vector<K> keys;
+  std::set<std::vector<uint8_t>> seen;
+  K cur{}, next{};
+  const void* prev = nullptr;
+  while (keys.size() <= max_entries && bpf_map_get_next_key(fd, prev, &next) == 0) {
+    const auto* b = reinterpret_cast<const uint8_t*>(&next);
+    if (!seen.emplace(b, b + sizeof(K)).second) break;
+    keys.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  return keys;
+}
+template <class K>
+std::vector<K> keysOf(bpf_map* map) {
+  return keysOf<K>(bpf_map__fd(map), bpf_map__max_entries(map));
+}
+
+template <class V, class K>
+bool lookupPerCpu(int fd, const K& key, int ncpus, V& out) {
+  std::vector<uint8_t> raw(((sizeof(V) + 7) / 8 * 8) * static_cast<size_t>(ncpus));
+  if (bpf_map_lookup_elem(fd, &key, raw.data()) != 0) return false;
+  out = sumPerCpu<V>(raw, ncpus);
+  return true;
+}
+
+bool kernelHasTracepoint(const btf* vmlinux, const char* name) {
+  std::string t = std::string("btf_trace_") + name;
+  return vmlinux && btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF) > 0;
+}
+
+}  // namespace
+
+struct BpfTracer::Impl {
+  BpfTracerOptions opts;
+  int hierarchy_id = 0;
+  int ncpus = 1;
+  memcg_trace* skel = nullptr;
+  std::unique_ptr<ProcCgroupResolver> resolver;
+
+  mutable std::mutex mu;
+  mutable std::unordered_map<uint64_t, std::string> paths;  // resolved cgroup ids
+  // Begins counted as open too long: (tid, pair index, begin ts), once each.
+  mutable std::set<std::tuple<uint32_t, int, uint64_t>> overdue;
+  mutable std::array<uint64_t, kReclaimKinds> overdue_count{};
+  mutable uint64_t cpu_ns = 0;
+  std::unordered_set<int32_t> reclaimers;
+
+  ~Impl() {
+    if (skel) memcg_trace__destroy(skel);
+  }
+
+  std::optional<std::string> pathOf(uint64_t id) const {
+    if (auto it = paths.find(id); it != paths.end()) return it->second;
+    auto p = resolver->pathOfId(id);
+    if (p) paths.emplace(id, *p);
+    return p;
+  }
+
+  uint64_t lostEvents() const {
+    uint64_t lost = 0;
+    bpf_program* prog = nullptr;
+    bpf_object__for_each_program(prog, skel->obj) {
+      int fd = bpf_program__fd(prog);
+      if (fd < 0) continue;
+      bpf_prog_info info{};
+      uint32_t len = sizeof info;
+      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) lost += info.recursion_misses;
+    }
+    return lost;
+  }
+};
+
+BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BpfTracer::~BpfTracer() = default;
+
+Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
+  Availability a = probe(o);
+  if (!a.ok) return makeError(EPERM, "bpf", a.reason);
+  auto impl = std::make_unique<Impl>();
+  impl->opts = o;
+  if (!o.memory_v2) {
+    auto text = readWholeFile(o.procfs + "/cgroups");
+    if (!text.ok()) return text.error();
+    auto id = parseMemoryHierarchyId(*text);
+    if (!id)
+      return makeError(ENOENT, o.procfs + "/cgroups", "memory controller not enabled");
+    impl->hierarchy_id = *id;
+  }
+  impl->resolver =
+      std::make_unique<ProcCgroupResolver>(o.procfs, impl->hierarchy_id, o.memory_root);
+  impl->ncpus = libbpf_num_possible_cpus();
+  if (impl->ncpus <= 0)
+    return makeError(-impl->ncpus, "bpf", "cannot count possible CPUs");
+  libbpf_set_print(libbpfPrint);
+
+  memcg_trace* s = memcg_trace__open();
+  if (!s) return makeError(errno, "bpf", "cannot open the BPF object");
+  impl->skel = s;
+  for (size_t i = 0; i < kStallBoundsNs.size(); ++i) {
+    s->rodata->stall_bounds[i] = kStallBoundsNs[i];
+    s->rodata->lock_bounds[i] = kLockBoundsNs[i];
+  }
+  s->rodata->hierarchy_id = impl->hierarchy_id;
+  bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
+  bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
+  bpf_map__set_max_entries(s->maps.tasks, static_cast<uint32_t>(o.max_pids));
+  bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
+
+  // Lock probes only when asked; any probe this kernel lacks is left out
+  // (cgroup_rstat_* and memcg_flush_stats are recent), as the tracefs
+  // backend skips events the kernel has no format for.
+  btf* vmlinux = btf__parse(o.btf_path.c_str(), nullptr);
+  if (!vmlinux) return makeError(errno, o.btf_path, "cannot parse the kernel's BTF");
+  const std::pair<bpf_program*, const char*> lock_progs[] = {
+      {s->progs.contention_begin, "contention_begin"},
+      {s->progs.contention_end, "contention_end"},
+      {s->progs.rstat_contended, "cgroup_rstat_lock_contended"},
+      {s->progs.rstat_locked, "cgroup_rstat_locked"},
+      {s->progs.rstat_unlock, "cgroup_rstat_unlock"},
+      {s->progs.memcg_flush_stats, "memcg_flush_stats"},
+  };
+  for (auto [prog, tp] : lock_progs)
+    bpf_program__set_autoload(prog, o.locks && kernelHasTracepoint(vmlinux, tp));
+  const std::pair<bpf_program*, const char*> softlimit[] = {
+      {s->progs.softlimit_begin, "mm_vmscan_memcg_softlimit_reclaim_begin"},
+      {s->progs.softlimit_end, "mm_vmscan_memcg_softlimit_reclaim_end"},
+  };
+  for (auto [prog, tp] : softlimit)
+    bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
+  btf__free(vmlinux);
+
+  if (int err = memcg_trace__load(s); err != 0)
+    return makeError(-err, "bpf",
+                     "loading the BPF program failed (verifier or permission)");
+  // The overflow series exists from the start, so a full map always has a
+  // place to charge to.
+  {
+    std::vector<uint8_t> zero(((sizeof(mt_cgroup) + 7) / 8 * 8) *
+                              static_cast<size_t>(impl->ncpus));
+    const uint64_t key = MT_OVERFLOW_ID;
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
+        0)
+      return makeError(errno, "bpf", "cannot create the overflow series");
+  }
+  if (int err = memcg_trace__attach(s); err != 0)
+    return makeError(-err, "bpf", "attaching the BPF programs failed");
+  return std::unique_ptr<BpfTracer>(new BpfTracer(std::move(impl)));
+}
+
+TraceSnapshot BpfTracer::snapshot() const {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> g(m.mu);
+  const uint64_t cpu0 = threadCpuNs();
+  TraceSnapshot s;
+  s.running = true;
+  const int ncpus = m.ncpus;
+
+  mt_node n{};
+  const uint32_t zero = 0;
+  lookupPerCpu(bpf_map__fd(m.skel->maps.node), zero, ncpus, n);
+  s.events_read = n.events;
+  s.aggregator.events = n.events;
+  s.events_lost = m.lostEvents();
+  s.aggregator.overflow_events = n.overflow_events;
+  s.aggregator.cgroups_removed = n.cgroups_removed;
+  for (size_t k = 0; k < kReclaimKinds; ++k)
+    for (size_t r = 0; r < kUnpairedReasons; ++r)
+      s.aggregator.unpaired[k][r] = n.unpaired[k][r];
+  std::copy(std::begin(n.wakeup_by_order), std::end(n.wakeup_by_order),
+            s.node.wakeup_requests_by_order.begin());
+  s.node.kswapd_wakeups = n.kswapd_wakeups;
+  s.node.kswapd_rewakeups = n.kswapd_rewakeups;
+  s.node.kswapd_awake_ns = n.kswapd_awake_ns;
+
+  // Per-cgroup series; ids no walk can find (gone between the event and the
+  // scrape) are folded into "_unknown", as the tracefs backend does.
+  const int cg_fd = bpf_map__fd(m.skel->maps.cgroups);
+  std::unordered_set<uint64_t> live_ids;
+  CgroupTraceStats unknown;
+  unknown.unknown = true;
+  bool have_unknown = false;
+  auto fold = [](const mt_cgroup& v, CgroupTraceStats& c) {
+    for (size_t k = 0; k < kReclaimKinds; ++k) {
+      ReclaimStats r;
+      r.total = v.reclaim[k].total;
+      r.reclaimed_pages = v.reclaim[k].reclaimed_pages;
+      r.unpaired = v.reclaim[k].unpaired;
+      toHist(v.reclaim[k].stall, r.stall);
+      c.reclaim[k].total += r.total;
+      c.reclaim[k].reclaimed_pages += r.reclaimed_pages;
+      c.reclaim[k].unpaired += r.unpaired;
+      c.reclaim[k].stall.merge(r.stall);
+    }
+    for (size_t x = 0; x < kReclaimContexts; ++x)
+      for (size_t l = 0; l < kLruTypes; ++l) {
+        LruStats& d = c.lru[x][l];
+        d.scanned_pages += v.lru[x][l].scanned;
+        d.reclaimed_pages += v.lru[x][l].reclaimed;
+        d.dirty_pages += v.lru[x][l].dirty;
+        d.writeback_pages += v.lru[x][l].writeback;
+      }
+    c.kswapd_wakeup_requests += v.wakeup_kswapd;
+  };
+  for (uint64_t id : keysOf<uint64_t>(m.skel->maps.cgroups)) {
+    mt_cgroup v{};
+    if (!lookupPerCpu(cg_fd, id, ncpus, v)) continue;
+    live_ids.insert(id);
+    if (id == MT_OVERFLOW_ID) {
+      CgroupTraceStats c;
+      c.overflow = true;
+      fold(v, c);
+      s.cgroups.push_back(std::move(c));
+      continue;
+    }
+    auto path = m.pathOf(id);
+    if (!path) {
+      fold(v, unknown);
+      have_unknown = true;
+      continue;
+    }
+    CgroupTraceStats c;
+    c.path = *path;
+    c.id = id;
+    fold(v, c);
+    s.cgroups.push_back(std::move(c));
+  }
+  if (have_unknown) s.cgroups.push_back(std::move(unknown));
+  std::erase_if(m.paths, [&](const auto& kv) { return live_ids.count(kv.first) == 0; });
+
+  // Begins open longer than the tracefs backend's bound, counted once each.
+  const int task_fd = bpf_map__fd(m.skel->maps.tasks);
+  const uint64_t now = monoNs();
+  std::set<std::tuple<uint32_t, int, uint64_t>> still;
+  uint64_t tasks = 0;
+  for (uint32_t tid : keysOf<uint32_t>(m.skel->maps.tasks)) {
+    ++tasks;
+    mt_task t{};
+    if (bpf_map_lookup_elem(task_fd, &tid, &t) != 0) continue;
+    for (int i = 0; i < MT_PAIRED_KINDS; ++i) {
+      const uint64_t b = t.begin_ts[i];
+      if (b == 0 || now < b || now - b < kUnpairedBoundNs) continue;
+      auto key = std::make_tuple(tid, i, b);
+      still.insert(key);
+      if (m.overdue.count(key)) continue;
+      size_t kind = static_cast<size_t>(i);
+      if (i == 1 && m.reclaimers.count(static_cast<int32_t>(tid)))
+        kind = static_cast<size_t>(ReclaimKind::kProactive);
+      ++m.overdue_count[kind];
+    }
+  }
+  m.overdue = std::move(still);
+  for (size_t k = 0; k < kReclaimKinds; ++k)
+    s.aggregator.unpaired[k][static_cast<size_t>(UnpairedReason::kBeginOpenTooLong)] =
+        m.overdue_count[k];
+  s.aggregator.pid_cache_entries = tasks;
+
+  if (m.opts.locks) {
+    LockSnapshot& L = s.locks;
+    L.enabled = true;
+    L.unpaired_ends = n.lock_unpaired_ends;
+    L.nested_begins = n.lock_nested_begins;
+    L.rstat_unpaired = n.rstat_unpaired;
+    std::map<std::string, LockCgroupSeries> by_label;
+    auto labelOf = [&](uint64_t id) -> std::string {
+      auto p = m.pathOf(id);
+      return p ? *p : std::string("_unknown");
+    };
+    const int lw_fd = bpf_map__fd(m.skel->maps.lock_waits);
+    for (const mt_lock_key& k : keysOf<mt_lock_key>(m.skel->maps.lock_waits)) {
+      // A series of a removed cgroup (its reclaim series is gone): dropped.
+      if (k.cg_id != MT_NODE_ID && live_ids.count(k.cg_id) == 0) {
+        bpf_map_delete_elem(lw_fd, &k);
+        continue;
+      }
+      mt_lock_wait w{};
+      if (!lookupPerCpu(lw_fd, k, ncpus, w)) continue;
+      LockHistogram h;
+      toHist(w.wait, h);
+      LockKindArray* arr = &L.node;
+      if (k.cg_id != MT_NODE_ID) {
+        std::string label = k.cg_id == MT_OVERFLOW_ID ? "_overflow" : labelOf(k.cg_id);
+        auto& series = by_label[label];
+        series.label = label;
+        arr = &series.contention;
+      }
+      LockKindStats& ks = (*arr)[static_cast<size_t>(lockKindFromFlags(k.flags))];
+      ks.count += w.wait.count;
+      ks.aborted += w.aborted;
+      ks.wait.merge(h);
+    }
+    const int rs_fd = bpf_map__fd(m.skel->maps.rstat);
+    for (uint64_t id : keysOf<uint64_t>(m.skel->maps.rstat)) {
+      mt_rstat r{};
+      if (!lookupPerCpu(rs_fd, id, ncpus, r)) continue;
+      std::string label = labelOf(id);
+      auto& series = by_label[label];
+      series.label = label;
+      series.rstat.contended += r.contended;
+      series.rstat.flushes += r.flushes;
+      series.rstat.flushes_skipped += r.flushes_skipped;
+      LockHistogram wait, hold;
+      toHist(r.wait, wait);
+      toHist(r.hold, hold);
+      series.rstat.wait.merge(wait);
+      series.rstat.hold.merge(hold);
+    }
+    for (auto& [label, series] : by_label) L.cgroups.push_back(std::move(series));
+  }
+  m.cpu_ns += threadCpuNs() - cpu0;
+  s.reader_cpu_ns = m.cpu_ns;
+  return s;
+}
+
+uint64_t BpfTracer::contentionEnds() const {
+  mt_node n{};
+  const uint32_t zero = 0;
+  lookupPerCpu(bpf_map__fd(impl_->skel->maps.node), zero, impl_->ncpus, n);
+  return n.lock_ends;
+}
+
+std::vector<MapSize> BpfTracer::mapSizes() const {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> g(m.mu);
+  std::vector<MapSize> out;
+  auto add = [&](const char* name, bpf_map* map, size_t count) {
+    out.push_back({name, count, bpf_map__max_entries(map)});
+  };
+  add("cgroups", m.skel->maps.cgroups, keysOf<uint64_t>(m.skel->maps.cgroups).size());
+  add("tasks", m.skel->maps.tasks, keysOf<uint32_t>(m.skel->maps.tasks).size());
+  if (m.opts.locks) {
+    add("lock_waits", m.skel->maps.lock_waits,
+        keysOf<mt_lock_key>(m.skel->maps.lock_waits).size());
+    add("rstat", m.skel->maps.rstat, keysOf<uint64_t>(m.skel->maps.rstat).size());
+  }
+  return out;
+}
+
+void BpfTracer::markReclaimer(int32_t tid) {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->reclaimers.insert(tid);
+  const uint32_t key = static_cast<uint32_t>(tid);
+  const uint8_t one = 1;
+  bpf_map_update_elem(bpf_map__fd(impl_->skel->maps.reclaimers), &key, &one, BPF_ANY);
+  impl_->skel->bss->nr_reclaimers = static_cast<uint32_t>(impl_->reclaimers.size());
+}
+
+void BpfTracer::unmarkReclaimer(int32_t tid) {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->reclaimers.erase(tid);
+  const uint32_t key = static_cast<uint32_t>(tid);
+  bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.reclaimers), &key);
+  impl_->skel->bss->nr_reclaimers = static_cast<uint32_t>(impl_->reclaimers.size());
+}
+
+}  // namespace memcg::tracing::bpf

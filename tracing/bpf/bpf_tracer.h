@@ -1,0 +1,102 @@
+// The bpf backend of the vmscan collector (--collector.vmscan.backend=bpf):
+// the tracefs backend's reclaim and lock events folded in the kernel by one
+// BPF program (memcg_trace.bpf.c) into per-memcg, per-CPU maps, read here at
+// scrape into the same TraceSnapshot the tracefs backend's aggregator gives,
+// so tracing/trace_metrics.h renders the same metric names, labels and
+// semantics. Nothing crosses a ring buffer: no event can be lost to a slow
+// reader (a program hit recursively, inside another of ours, is skipped by
+// the kernel and counted as lost).
+//
+// What the snapshot holds, against the tracefs backend's:
+//  - per cgroup: reclaim counts, pages, unpaired ends and stall histograms by
+//    kind (the same buckets, kStallBoundsNs, handed to the program), inactive
+//    LRU scans by context and lru, kswapd wake-up requests; unpaired reasons
+//    and kswapd wakeups/awake time node-wide; with locks, contention waits
+//    by kind (node-wide and per reclaiming cgroup) and rstat/flush series.
+//  - not here: the reclaim report's per-task rows, cgroup migrations
+//    (tasks_attached), the LRU/writeback/slab detail events, proactive
+//    episodes' re-charging, top locks and sampled callers. The App hands the
+//    report, lock and attribution APIs no tracer in this mode.
+// Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
+// identity discovery knows a cgroup by), v1 and v2 alike; per task (thread
+// id) only the begin/end pairing state, dropped at the task's exit.
+// Bounds: max_cgroups series (then the "_overflow" series), max_pids tasks,
+// max_lock_series lock series; a removed memcg's series are dropped by the
+// program at cgroup_rmdir. mapSizes() gives their fill.
+// Needs: a kernel with BTF (/sys/kernel/btf/vmlinux), CAP_BPF + CAP_PERFMON
+// (or CAP_SYS_ADMIN), and a build with libbpf, bpftool and clang
+// (MEMCG_HAVE_BPF); probe() says which is missing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "tracing/aggregator.h"
+#include "tracing/attribution.h"
+
+namespace memcg::tracing::bpf {
+
+struct BpfTracerOptions {
+  std::string procfs = "/proc";
+  /// Memory hierarchy mount point (discovery's MountLayout): ids -> paths.
+  std::string memory_root;
+  bool memory_v2 = false;
+  bool locks = false;  ///< lock probes (--collector.vmscan.locks)
+  size_t max_cgroups = 2048;
+  size_t max_pids = 1u << 20;
+  size_t max_lock_series = 4096;
+  /// Paths for probe(): the kernel's BTF (tests point it elsewhere).
+  std::string btf_path = "/sys/kernel/btf/vmlinux";
+};
+
+/// Whether the backend can run here; `reason` says why not ("" if it can).
+struct Availability {
+  bool ok = false;
+  std::string reason;
+};
+/// True if this build has the backend (libbpf, bpftool and clang were found).
+bool built();
+/// Build, kernel BTF and this process's capabilities; no BPF syscall made.
+Availability probe(const BpfTracerOptions& o);
+
+struct MapSize {
+  std::string map;
+  uint64_t entries = 0;
+  uint64_t max_entries = 0;
+};
+
+class BpfTracer : public ReclaimAttribution {
+ public:
+  /// Loads and attaches the program. On error nothing stays attached.
+  static Result<std::unique_ptr<BpfTracer>> start(const BpfTracerOptions& o);
+  ~BpfTracer() override;
+  BpfTracer(const BpfTracer&) = delete;
+  BpfTracer& operator=(const BpfTracer&) = delete;
+
+  /// Reads the maps (any thread; serialised). events_lost = programs'
+  /// recursion misses; reader_cpu_ns = CPU time spent in snapshot().
+  TraceSnapshot snapshot() const;
+  /// lock:contention_end events seen since start (paired, unpaired, and
+  /// those of series dropped since): what an independent trace counts.
+  uint64_t contentionEnds() const;
+  /// Entries in use and capacity of each bounded map (memcg_trace_bpf_map_*).
+  std::vector<MapSize> mapSizes() const;
+
+  /// ReclaimAttribution: memcg reclaim by a marked task counts as proactive.
+  void markReclaimer(int32_t tid) override;
+  void unmarkReclaimer(int32_t tid) override;
+  /// Episodes re-charging reclaim to another cgroup are not kept here.
+  bool beginEpisode(int32_t, std::string_view) override { return false; }
+  void endEpisode(int32_t) override {}
+
+  struct Impl;
+
+ private:
+  explicit BpfTracer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memcg::tracing::bpf

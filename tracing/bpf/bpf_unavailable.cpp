@@ -1,0 +1,23 @@
+// BpfTracer in a build without libbpf/bpftool/clang: start() says so, so the
+// exporter runs the tracefs backend (auto) or reports the collector down (bpf).
+#include <cerrno>
+
+#include "tracing/bpf/bpf_tracer.h"
+
+namespace memcg::tracing::bpf {
+
+struct BpfTracer::Impl {};
+
+BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BpfTracer::~BpfTracer() = default;
+
+Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
+  return makeError(ENOSYS, "bpf", probe(o).reason);
+}
+TraceSnapshot BpfTracer::snapshot() const { return {}; }
+std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
+uint64_t BpfTracer::contentionEnds() const { return 0; }
+void BpfTracer::markReclaimer(int32_t) {}
+void BpfTracer::unmarkReclaimer(int32_t) {}
+
+}  // namespace memcg::tracing::bpf

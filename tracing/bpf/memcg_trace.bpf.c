@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The bpf backend of the vmscan collector: the tracefs backend's events
+ * (tracing/tracer.h) folded in the kernel into per-memcg maps, read by
+ * bpf_tracer.cpp at scrape. Semantics are the tracefs backend's
+ * (tracing/aggregator.cpp, tracing/lock_stats.cpp); where they differ it is
+ * said below. Every event is charged to the memory cgroup the task is in
+ * when it hits the tracepoint, keyed by that cgroup's id (its kernfs id, the
+ * directory inode discovery knows it by), on cgroup v1 and v2 alike.
+ * tp_btf programs: a recursive hit (a tracepoint fired inside one of these
+ * programs, e.g. a contended map bucket lock) is skipped by the kernel and
+ * counted in the program's recursion_misses, which the loader reports as
+ * lost events. GPL: tp_btf needs a GPL-compatible program. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "memcg_trace_bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader before load. */
+const volatile __u64 stall_bounds[MT_BOUNDS] = {};
+const volatile __u64 lock_bounds[MT_BOUNDS] = {};
+const volatile __s32 hierarchy_id = 0; /* memory's v1 hierarchy id, 0 on v2 */
+
+#define PF_KSWAPD_FLAG 0x00020000 /* include/linux/sched.h PF_KSWAPD */
+#define LCB_F_MUTEX_ONLY 32       /* a bare mutex re-begin: the tracefs filter drops it */
+
+enum { R_END_WITHOUT_BEGIN, R_END_BEFORE_ANY_BEGIN, R_BEGIN_WITHOUT_END };
+enum { K_DIRECT, K_MEMCG, K_SOFTLIMIT, K_PROACTIVE };
+enum { C_DIRECT, C_MEMCG, C_SOFTLIMIT, C_PROACTIVE, C_KSWAPD, C_OTHER };
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_cgroup);
+  __uint(max_entries, 2049); /* set by the loader */
+} cgroups SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __type(key, __u32);
+  __type(value, struct mt_node);
+  __uint(max_entries, 1);
+} node SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct mt_task);
+  __uint(max_entries, 65536); /* set by the loader */
+} tasks SEC(".maps");
+
+/* Our own background reclaimers (thread ids), written by the loader. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u32);
+  __type(value, __u8);
+  __uint(max_entries, 256);
+} reclaimers SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct mt_lock_key);
+  __type(value, struct mt_lock_wait);
+  __uint(max_entries, 4096); /* set by the loader */
+} lock_waits SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_rstat);
+  __uint(max_entries, 2049); /* set by the loader */
+} rstat SEC(".maps");
+
+/* Zero values to insert from (too large for the BPF stack). */
+static struct mt_cgroup zero_cgroup;
+static struct mt_task zero_task;
+static struct mt_lock_wait zero_lock_wait;
+static struct mt_rstat zero_rstat;
+
+static __always_inline struct mt_node* node_stats(void) {
+  __u32 k = 0;
+  return bpf_map_lookup_elem(&node, &k);
+}
+
+static __always_inline void observe(struct mt_hist* h, __u64 v, int lock) {
+  int i;
+  for (i = 0; i < MT_BOUNDS; i++) {
+    if (v <= (lock ? lock_bounds[i] : stall_bounds[i])) break;
+  }
+  if (i > MT_BOUNDS) i = MT_BOUNDS;
+  h->buckets[i]++;
+  h->count++;
+  h->sum += v;
+}
+
+/* Direct loads through BTF pointers (CO-RE relocated, checked by the
+ * verifier, faults caught by the kernel): a fraction of the cost of one
+ * bpf_probe_read_kernel() call per hop, which BPF_CORE_READ would make. */
+static __always_inline __u64 memcg_id_of(struct task_struct* t) {
+  int ss = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+  if (ss < 0 || ss >= CGROUP_SUBSYS_COUNT) return 0;
+  struct cgroup_subsys_state* css = t->cgroups->subsys[ss];
+  if (!css) return 0;
+  return css->cgroup->kn->id;
+}
+
+static __always_inline __u64 current_memcg_id(void) {
+  return memcg_id_of(bpf_get_current_task_btf());
+}
+
+/* The series of cgroup `id`, created on first use; the overflow series once
+ * the map is full. */
+static __always_inline struct mt_cgroup* cgroup_of(__u64 id, struct mt_node* n) {
+  struct mt_cgroup* c = bpf_map_lookup_elem(&cgroups, &id);
+  if (c) return c;
+  bpf_map_update_elem(&cgroups, &id, &zero_cgroup, BPF_NOEXIST);
+  c = bpf_map_lookup_elem(&cgroups, &id);
+  if (c) return c;
+  __u64 o = MT_OVERFLOW_ID;
+  if (n) n->overflow_events++;
+  return bpf_map_lookup_elem(&cgroups, &o);
+}
+
+static __always_inline struct mt_task* task_of(__u32 tid, int create, struct mt_node* n) {
+  struct mt_task* t = bpf_map_lookup_elem(&tasks, &tid);
+  if (t || !create) return t;
+  bpf_map_update_elem(&tasks, &tid, &zero_task, BPF_NOEXIST);
+  t = bpf_map_lookup_elem(&tasks, &tid);
+  if (!t && n) n->task_map_full++;
+  return t;
+}
+
+static __always_inline __u32 current_tid(void) { return (__u32)bpf_get_current_pid_tgid(); }
+
+/* Entries in `reclaimers`, kept by the loader: the lookup is skipped while
+ * there are none (the usual case). */
+__u32 nr_reclaimers = 0;
+
+static __always_inline int is_reclaimer(__u32 tid) {
+  if (!nr_reclaimers) return 0;
+  return bpf_map_lookup_elem(&reclaimers, &tid) != 0;
+}
+
+/* idx: 0 direct, 1 memcg, 2 softlimit (the tracepoint pair). */
+static __always_inline int kind_of(int idx, __u32 tid) {
+  if (idx == 1 && is_reclaimer(tid)) return K_PROACTIVE;
+  return idx;
+}
+
+static __always_inline void reclaim_begin(int idx) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return;
+  n->events++;
+  /* The series exists from the begin on: lock waits charged to it are
+   * dropped with it at rmdir. */
+  cgroup_of(current_memcg_id(), n);
+  struct mt_task* t = task_of(tid, 1, n);
+  if (!t) return;
+  if (t->begin_ts[idx]) n->unpaired[kind_of(idx, tid) & 3][R_BEGIN_WITHOUT_END]++;
+  __u64 now = bpf_ktime_get_ns();
+  t->begin_ts[idx] = now ? now : 1;
+  t->began = 1;
+}
+
+static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return;
+  n->events++;
+  __u64 now = bpf_ktime_get_ns();
+  int kind = kind_of(idx, tid) & 3;
+  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  struct mt_task* t = task_of(tid, 0, n);
+  if (!c) return;
+  struct mt_reclaim* r = &c->reclaim[kind];
+  r->total++;
+  r->reclaimed_pages += nr_reclaimed;
+  __u64 b = t ? t->begin_ts[idx] : 0;
+  if (b && now >= b) {
+    observe(&r->stall, now - b, 0);
+  } else {
+    r->unpaired++;
+    n->unpaired[kind][(t && t->began) ? R_END_WITHOUT_BEGIN : R_END_BEFORE_ANY_BEGIN]++;
+  }
+  if (t) t->begin_ts[idx] = 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(direct_begin) { reclaim_begin(0); return 0; }
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(memcg_begin) { reclaim_begin(1); return 0; }
+SEC("tp_btf/mm_vmscan_memcg_softlimit_reclaim_begin")
+int BPF_PROG(softlimit_begin) { reclaim_begin(2); return 0; }
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(direct_end, unsigned long nr) { reclaim_end(0, nr); return 0; }
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(memcg_end, unsigned long nr) { reclaim_end(1, nr); return 0; }
+SEC("tp_btf/mm_vmscan_memcg_softlimit_reclaim_end")
+int BPF_PROG(softlimit_end, unsigned long nr) { reclaim_end(2, nr); return 0; }
+
+/* The innermost open reclaim of the task (tracing/aggregator.cpp contextOf).
+ * kswapd: the task's PF_KSWAPD flag (the tracefs backend knows kswapd only
+ * once it has seen it wake). */
+static __always_inline int context_of(struct mt_task* t, __u32 tid) {
+  if (t && t->begin_ts[2]) return C_SOFTLIMIT;
+  if (t && t->begin_ts[1]) return is_reclaimer(tid) ? C_PROACTIVE : C_MEMCG;
+  if (t && t->begin_ts[0]) return C_DIRECT;
+  struct task_struct* cur = bpf_get_current_task_btf();
+  if (cur->flags & PF_KSWAPD_FLAG) return C_KSWAPD;
+  if (is_reclaimer(tid)) return C_PROACTIVE;
+  return C_OTHER;
+}
+
+SEC("tp_btf/mm_vmscan_lru_shrink_inactive")
+int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
+             unsigned long nr_reclaimed, struct reclaim_stat* stat, int priority, int file) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(tid, 0, n);
+  int cx = context_of(t, tid);
+  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  if (!c) return 0;
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_lru* l = &c->lru[cx][file ? 1 : 0];
+  l->scanned += nr_scanned;
+  l->reclaimed += nr_reclaimed;
+  l->dirty += stat->nr_dirty;
+  l->writeback += stat->nr_writeback;
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_wakeup_kswapd")
+int BPF_PROG(wakeup_kswapd, int nid, int zid, int order) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  int o = order < 0 ? 0 : (order >= MT_WAKEUP_ORDERS ? MT_WAKEUP_ORDERS - 1 : order);
+  n->wakeup_by_order[o]++;
+  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  if (c) c->wakeup_kswapd++;
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_kswapd_wake")
+int BPF_PROG(kswapd_wake, int nid, int zid, int order) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(current_tid(), 1, n);
+  n->kswapd_wakeups++;
+  if (!t) return 0;
+  if (t->kswapd_wake_ts == 0) {
+    __u64 now = bpf_ktime_get_ns();
+    t->kswapd_wake_ts = now ? now : 1;
+  } else {
+    n->kswapd_rewakeups++;
+  }
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_kswapd_sleep")
+int BPF_PROG(kswapd_sleep, int nid) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(current_tid(), 0, n);
+  if (!t) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  if (t->kswapd_wake_ts && now >= t->kswapd_wake_ts) n->kswapd_awake_ns += now - t->kswapd_wake_ts;
+  t->kswapd_wake_ts = 0;
+  return 0;
+}
+
+/* A removed memcg's series go with it (bounded maps). */
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
+  __u64 id = cgrp->kn->id;
+  struct mt_node* n = node_stats();
+  if (bpf_map_delete_elem(&cgroups, &id) == 0 && n) n->cgroups_removed++;
+  bpf_map_delete_elem(&rstat, &id);
+  return 0;
+}
+
+/* A task's state goes with the task (the tracefs backend's pid cache drops
+ * it on sched_process_exit too). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(process_exit, struct task_struct* p) {
+  __u32 tid = p->pid;
+  bpf_map_delete_elem(&tasks, &tid);
+  return 0;
+}
+
+/* --- lock probes (autoloaded only with --collector.vmscan.locks) --- */
+
+static __always_inline int in_reclaim(struct mt_task* t) {
+  return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
+  if (flags == LCB_F_MUTEX_ONLY) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(current_tid(), 1, n);
+  if (!t) return 0;
+  __u64 addr = (__u64)lock;
+  __u32 d = t->depth;
+  for (int i = 0; i < MT_LOCK_DEPTH; i++) {
+    if (i < d && t->lock_addr[i] == addr) { /* mutex re-begin: keep the first */
+      n->lock_nested_begins++;
+      return 0;
+    }
+  }
+  if (d >= MT_LOCK_DEPTH) { /* deeper than irq nesting goes: ignore */
+    n->lock_nested_begins++;
+    return 0;
+  }
+  __u64 now = bpf_ktime_get_ns();
+  t->lock_ts[d] = now ? now : 1;
+  t->lock_addr[d] = addr;
+  t->lock_flags[d] = flags;
+  t->lock_cg[d] = in_reclaim(t) ? current_memcg_id() : MT_NODE_ID;
+  t->depth = d + 1;
+  return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(contention_end, void* lock, int ret) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  n->lock_ends++;
+  __u64 now = bpf_ktime_get_ns();
+  struct mt_task* t = task_of(current_tid(), 0, n);
+  __u64 addr = (__u64)lock;
+  int found = -1;
+  if (t) {
+    __u32 d = t->depth;
+    for (int i = MT_LOCK_DEPTH - 1; i >= 0; i--) {
+      if (i < d && t->lock_addr[i] == addr) {
+        found = i;
+        break;
+      }
+    }
+  }
+  if (found < 0 || !t) {
+    n->lock_unpaired_ends++;
+    return 0;
+  }
+  found &= MT_LOCK_DEPTH - 1;
+  /* Opens above the match lost their end: dropped with it. */
+  t->depth = found;
+  __u64 ts = t->lock_ts[found];
+  struct mt_lock_key k = {.cg_id = t->lock_cg[found], .flags = t->lock_flags[found]};
+  struct mt_lock_wait* w = bpf_map_lookup_elem(&lock_waits, &k);
+  if (!w) {
+    bpf_map_update_elem(&lock_waits, &k, &zero_lock_wait, BPF_NOEXIST);
+    w = bpf_map_lookup_elem(&lock_waits, &k);
+    if (!w) {
+      n->lock_map_full++;
+      return 0;
+    }
+  }
+  if (ret != 0) w->aborted++;
+  observe(&w->wait, now >= ts ? now - ts : 0, 1);
+  return 0;
+}
+
+static __always_inline struct mt_rstat* rstat_of(struct cgroup* cgrp, struct mt_node* n) {
+  __u64 id = cgrp->kn->id;
+  struct mt_rstat* r = bpf_map_lookup_elem(&rstat, &id);
+  if (r) return r;
+  bpf_map_update_elem(&rstat, &id, &zero_rstat, BPF_NOEXIST);
+  r = bpf_map_lookup_elem(&rstat, &id);
+  if (!r) n->lock_map_full++;
+  return r;
+}
+
+SEC("tp_btf/cgroup_rstat_lock_contended")
+int BPF_PROG(rstat_contended, struct cgroup* cgrp, int cpu, bool contended) {
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_rstat* r = rstat_of(cgrp, n);
+  if (r) r->contended++;
+  struct mt_task* t = task_of(current_tid(), 1, n);
+  if (t) {
+    __u64 now = bpf_ktime_get_ns();
+    t->rstat_wait_ts = now ? now : 1;
+  }
+  return 0;
+}
+
+SEC("tp_btf/cgroup_rstat_locked")
+int BPF_PROG(rstat_locked, struct cgroup* cgrp, int cpu, bool contended) {
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  __u64 now = bpf_ktime_get_ns();
+  struct mt_rstat* r = rstat_of(cgrp, n);
+  struct mt_task* t = task_of(current_tid(), 1, n);
+  if (contended) {
+    if (t && t->rstat_wait_ts && now >= t->rstat_wait_ts) {
+      if (r) observe(&r->wait, now - t->rstat_wait_ts, 1);
+    } else {
+      n->rstat_unpaired++;
+    }
+  }
+  if (t) {
+    t->rstat_wait_ts = 0;
+    t->rstat_hold_ts = now ? now : 1;
+  }
+  return 0;
+}
+
+SEC("tp_btf/cgroup_rstat_unlock")
+int BPF_PROG(rstat_unlock, struct cgroup* cgrp, int cpu, bool contended) {
+  if (cgrp->root->hierarchy_id != hierarchy_id) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  __u64 now = bpf_ktime_get_ns();
+  struct mt_task* t = task_of(current_tid(), 0, n);
+  if (t && t->rstat_hold_ts && now >= t->rstat_hold_ts) {
+    struct mt_rstat* r = rstat_of(cgrp, n);
+    if (r) observe(&r->hold, now - t->rstat_hold_ts, 1);
+  } else {
+    n->rstat_unpaired++;
+  }
+  if (t) t->rstat_hold_ts = 0;
+  return 0;
+}
+
+SEC("tp_btf/memcg_flush_stats")
+int BPF_PROG(memcg_flush_stats, struct mem_cgroup* memcg, s64 stats_updates, bool force,
+             bool needs_flush) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct cgroup* cgrp = memcg->css.cgroup;
+  struct mt_rstat* r = rstat_of(cgrp, n);
+  if (!r) return 0;
+  if (needs_flush) r->flushes++;
+  else r->flushes_skipped++;
+  return 0;
+}

@@ -1,0 +1,114 @@
+/* The layout shared by the BPF program (memcg_trace.bpf.c) and its loader
+ * (bpf_tracer.cpp): map keys and values. Plain C, fixed-size types only, so
+ * both compilers lay it out alike. Index orders are the tracefs backend's
+ * (tracing/series_table.h ReclaimKind / ReclaimContext / LruType,
+ * tracing/aggregator.h UnpairedReason); bpf_tracer.cpp static_asserts them. */
+#ifndef MEMCG_TRACE_BPF_H
+#define MEMCG_TRACE_BPF_H
+
+#ifdef __BPF__
+typedef __u64 mt_u64;
+typedef __u32 mt_u32;
+#else
+#include <stdint.h>
+typedef uint64_t mt_u64;
+typedef uint32_t mt_u32;
+#endif
+
+#define MT_KINDS 4          /* direct, memcg, softlimit, proactive */
+#define MT_PAIRED_KINDS 3   /* begin/end tracepoint pairs: direct, memcg, softlimit */
+#define MT_CONTEXTS 6       /* direct, memcg, softlimit, proactive, kswapd, other */
+#define MT_LRU_TYPES 2      /* anon, file */
+#define MT_REASONS 4        /* unpaired reasons */
+#define MT_BOUNDS 22        /* finite histogram bounds (stall and lock layouts) */
+#define MT_BUCKETS (MT_BOUNDS + 1)
+#define MT_WAKEUP_ORDERS 11
+#define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
+
+/* Key of the cgroup series that takes what no free entry could hold. */
+#define MT_OVERFLOW_ID (~(mt_u64)0)
+/* Key cg_id of node-wide lock contentions (outside reclaim). */
+#define MT_NODE_ID 0
+
+struct mt_hist {
+  mt_u64 count;
+  mt_u64 sum; /* ns */
+  mt_u64 buckets[MT_BUCKETS]; /* per bucket, not cumulative */
+};
+
+struct mt_reclaim {
+  mt_u64 total;
+  mt_u64 reclaimed_pages;
+  mt_u64 unpaired;
+  struct mt_hist stall;
+};
+
+struct mt_lru {
+  mt_u64 scanned;
+  mt_u64 reclaimed;
+  mt_u64 dirty;
+  mt_u64 writeback;
+};
+
+/* Per-CPU value of the `cgroups` map, keyed by the memcg's cgroup id. */
+struct mt_cgroup {
+  struct mt_reclaim reclaim[MT_KINDS];
+  struct mt_lru lru[MT_CONTEXTS][MT_LRU_TYPES];
+  mt_u64 wakeup_kswapd;
+};
+
+/* Per-CPU value of the one-entry `node` array. */
+struct mt_node {
+  mt_u64 events;
+  mt_u64 unpaired[MT_KINDS][MT_REASONS];
+  mt_u64 wakeup_by_order[MT_WAKEUP_ORDERS];
+  mt_u64 kswapd_wakeups;
+  mt_u64 kswapd_rewakeups;
+  mt_u64 kswapd_awake_ns;
+  mt_u64 overflow_events;  /* charged to the overflow series (cgroups map full) */
+  mt_u64 task_map_full;    /* task state that could not be kept (tasks map full) */
+  mt_u64 cgroups_removed;  /* series dropped at cgroup_rmdir */
+  mt_u64 lock_unpaired_ends;
+  mt_u64 lock_nested_begins;
+  mt_u64 rstat_unpaired;
+  mt_u64 lock_map_full;    /* lock series that could not be kept */
+  mt_u64 lock_ends;        /* contention_end events seen */
+};
+
+/* Per task (thread id): reclaim begin/end pairing and open lock waits. */
+struct mt_task {
+  mt_u64 begin_ts[MT_PAIRED_KINDS]; /* 0 = none open */
+  mt_u64 kswapd_wake_ts;
+  mt_u64 lock_ts[MT_LOCK_DEPTH];
+  mt_u64 lock_addr[MT_LOCK_DEPTH];
+  mt_u64 lock_cg[MT_LOCK_DEPTH]; /* cgroup charged (MT_NODE_ID: node-wide) */
+  mt_u32 lock_flags[MT_LOCK_DEPTH];
+  mt_u64 rstat_wait_ts;
+  mt_u64 rstat_hold_ts;
+  mt_u32 began; /* a begin of this task was traced */
+  mt_u32 depth; /* open lock waits */
+};
+
+/* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,
+ * charged to a cgroup (while its task reclaimed) or node-wide. The flags are
+ * decoded to a lock kind in user space (lock_stats.h lockKindFromFlags). */
+struct mt_lock_key {
+  mt_u64 cg_id;
+  mt_u32 flags;
+  mt_u32 pad;
+};
+struct mt_lock_wait {
+  mt_u64 aborted;
+  struct mt_hist wait;
+};
+
+/* Per-CPU value of the `rstat` map, keyed by the flushed cgroup's id. */
+struct mt_rstat {
+  mt_u64 contended;
+  mt_u64 flushes;
+  mt_u64 flushes_skipped;
+  struct mt_hist wait;
+  struct mt_hist hold;
+};
+
+#endif

@@ -12,16 +12,20 @@
 #include <string_view>
 #include <vector>
 
+#include "cgroupfs/walk_scheduler.h"
+#include "collectors/process.h"
 #include "collectors/registry.h"
 #include "common/doc_text.h"
 #include "common/log.h"
 #include "controller/state.h"
 #include "exporter/flags.h"
 #include "exporter/privileges.h"
-#include "exporter/scraper.h"
-#include "exporter/version.h"
-#include "history/api.h"
+#include "collectors/scraper.h"
+#include "common/version.h"
+#include "web/api/v1/history.h"
+#include "web/http_server.h"
 #include "history/history.h"
+#include "rules/alert_puller.h"
 #include "rules/manager.h"
 #include "rules/notifier.h"
 
@@ -242,9 +246,15 @@ std::string metricReferenceMarkdown() {
   dopts.cgroupfsRoot = root.dir();
   dopts.procfsRoot = root.dir();
   Discovery discovery(dopts);
-  Scraper scraper(discovery, {});
+  WalkScheduler walks(discovery);
+  Scraper scraper(walks, {});
   parts.push_back({"exporter", "the exporter itself: scrapes, discovery, descriptors, build",
                    scraper.describe()});
+  parts.push_back({"process", "the exporter's own process, as every Prometheus client library "
+                   "exports it (off with --web.disable-exporter-metrics)",
+                   makeProcessCollector()->describe()});
+  parts.push_back({"http", "the HTTP server's own counters (off with --web.disable-exporter-metrics)",
+                   HttpServer::describe()});
   std::atomic<bool> dropped{false};
   parts.push_back({"privileges", "capabilities kept after start-up (--capabilities.drop)",
                    makePrivilegesCollector(dropped)->describe()});
@@ -254,6 +264,8 @@ std::string metricReferenceMarkdown() {
                    rules::Manager::describe()});
   parts.push_back({"notifier", "alerts sent to Alertmanager (--rules.alertmanager-url)",
                    rules::Notifier::describe()});
+  parts.push_back({"alert_pull", "protect alerts pulled from Alertmanager (--rules.alertmanager.pull)",
+                   rules::AlertPuller::describe()});
   auto hist = history::History::describeMetrics();
   for (auto* d : history::QueryApi::describeMetrics()) hist.push_back(d);
   parts.push_back({"history", "the in-memory history and its query API (--history.enable)", hist});

@@ -23,7 +23,7 @@
 
 #include "collectors/process.h"
 #include "common/log.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 #include "metrics/text_format.h"
 
 namespace memcg {

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "collectors/collector.h"
-#include "collectors/discovery.h"
+#include "cgroupfs/discovery.h"
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
 #include "tests/support/tracing_live_support.h"

@@ -20,9 +20,9 @@
 #include "controller/journal.h"
 #include "exporter/app.h"
 #include "exporter/flags.h"
-#include "exporter/http_server.h"
-#include "exporter/routes.h"
-#include "history/api.h"
+#include "web/http_server.h"
+#include "web/routes.h"
+#include "web/api/v1/history.h"
 #include "history/history.h"
 #include "tests/support/temp_tree.h"
 

@@ -28,15 +28,15 @@ using test::FakeHttpServer;
 
 class FakeTarget : public ProtectTarget {
  public:
-  std::optional<controller::OpError> protect(const controller::Protection& p) override {
+  std::optional<ActionError> protect(const ProtectRequest& p) override {
     std::lock_guard<std::mutex> g(mu);
     prots[p.cgroup] = p;
     return std::nullopt;
   }
-  std::optional<controller::OpError> unprotect(const std::string& c) override {
+  std::optional<ActionError> unprotect(const std::string& c) override {
     std::lock_guard<std::mutex> g(mu);
     if (!prots.erase(c))
-      return controller::OpError{controller::ErrorKind::kNotFound, "no"};
+      return ActionError{ActionError::Kind::kGone, "no"};
     return std::nullopt;
   }
   bool isProtected(const std::string& c) const override {
@@ -49,7 +49,7 @@ class FakeTarget : public ProtectTarget {
   }
   bool has(const std::string& c) const { return isProtected(c); }
   mutable std::mutex mu;
-  std::map<std::string, controller::Protection> prots;
+  std::map<std::string, ProtectRequest> prots;
 };
 
 std::string alertJson(const std::string& cgroup,

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "common/doc_text.h"
-#include "exporter/version.h"
+#include "common/version.h"
 #include "tools/memcgtool/promql_test.h"
 #include "tools/memcgtool/query.h"
 #include "tools/memcgtool/rules_test.h"

@@ -23,7 +23,7 @@
 #include "collectors/scraper.h"
 #include "common/version.h"
 #include "web/api/v1/history.h"
-#include "web/http_server.h"
+#include "web/front.h"
 #include "history/history.h"
 #include "rules/alert_puller.h"
 #include "rules/manager.h"
@@ -254,7 +254,7 @@ std::string metricReferenceMarkdown() {
                    "exports it (off with --web.disable-exporter-metrics)",
                    makeProcessCollector()->describe()});
   parts.push_back({"http", "the HTTP server's own counters (off with --web.disable-exporter-metrics)",
-                   HttpServer::describe()});
+                   web::Front::describeServerMetrics()});
   std::atomic<bool> dropped{false};
   parts.push_back({"privileges", "capabilities kept after start-up (--capabilities.drop)",
                    makePrivilegesCollector(dropped)->describe()});

@@ -71,7 +71,7 @@ Front::Front(FrontOptions opts, FrontParts parts)
                                   [impl](metrics::Sink& s) {
                                     if (auto* srv = impl->liveServer.load()) srv->collect(s);
                                   },
-                                  [] { return HttpServer::describe(); }));
+                                  [] { return describeServerMetrics(); }));
   }
 
   // The route table: one row per endpoint, each handler thin.
@@ -129,6 +129,10 @@ void Front::serve() {
                              std::string(" tls=") + (web.tlsContext ? "true" : "false") +
                              " port=" + std::to_string(I.server->port()) +
                              " telemetry_path=" + I.opts.telemetryPath);
+}
+
+std::vector<const metrics::Desc*> Front::describeServerMetrics() {
+  return HttpServer::describe();
 }
 
 const http::Routes& Front::routes() const { return impl_->routes; }

@@ -14,6 +14,7 @@ class Scraper;
 class TaskstatsService;
 namespace metrics {
 class Registry;
+struct Desc;
 }
 namespace tracing {
 class Tracer;
@@ -79,6 +80,8 @@ class Front {
 
   /// Binds and serves; throws when the address is unusable (a port in use).
   void serve();
+  /// The HTTP server's own metrics (the "http" registry part), for references.
+  static std::vector<const metrics::Desc*> describeServerMetrics();
 
   const http::Routes& routes() const;
   /// The bound port (after serve()).

@@ -102,7 +102,7 @@ TEST(App, EveryPartRegistersItsMetricsOnce) {
   test::TempTree t;
   App app(fixtureOptions(t));
   EXPECT_EQ(app.metrics().names(),
-            (std::vector<std::string>{"collectors", "privileges", "history", "query_api"}));
+            (std::vector<std::string>{"collectors", "privileges", "history", "query_api", "http"}));
   auto m = get(app, "/metrics");
   ASSERT_EQ(m.status, 200);
   for (const char* series : {"memcg_memory_usage_bytes{",            // collectors

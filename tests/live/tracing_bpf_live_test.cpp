@@ -79,14 +79,22 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
 
   VmscanOptions cfg;
   cfg.instance = uniq("bpf_tracefs", 1);
-  TracingService tfs = startVmscanBackend(
-      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  // The bpf backend attaches before the tracefs backend enables its events:
+  // a tracepoint runs its probes in the order they were attached, and each
+  // observer stamps the event when its own probe runs. Attached last, the bpf
+  // program would stamp after the tracefs backend's ring-buffer write, which
+  // costs more at a reclaim's begin (cold) than at its end (warm): 1.5-2.3 us
+  // less per pair, up to 1.8% of this workload's short reclaims. In this order
+  // both stamp after the reference's write, and the tracefs stamp also after
+  // the bpf program, whose cost is the same at begin and end.
   TracingService bsvc = startVmscanBackend(
       VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
       bpfTracerOptions(cfg, discovery.layout(), "/proc"));
   ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+  TracingService tfs = startVmscanBackend(
+      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
   EXPECT_EQ(bsvc.tracer, nullptr);
   auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
   auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());

@@ -60,8 +60,10 @@ void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {
   std::string act(actuatorName(r.actuator));
   std::string res(outcomeName(r.outcome));
   stats_->recordAction(p.p.cgroup, act, res, r.reclaimed);
+  uint64_t episode;  // the cgroup's episode this action belongs to (1, 2, ...)
   {
     std::lock_guard<std::mutex> g(mu_);
+    episode = p.locked.episodes;
     auto& mp = const_cast<Prot&>(p);
     mp.locked.actions++;
     mp.locked.reclaimed += r.reclaimed;
@@ -82,7 +84,8 @@ void Controller::record(const Prot& p, const ReclaimResult& r, bool first) {
                       {"usage_before_bytes", r.usageBefore},
                       {"usage_after_bytes", r.usageAfter},
                       {"write_seconds", r.writeSeconds},
-                      {"trigger", p.locked.triggerSource}};
+                      {"trigger", p.locked.triggerSource},
+                      {"episode", episode}};
   if (r.actuator == ActuatorKind::kV1LimitNudge) {
     a["original_limit"] = r.original.unlimited ? nlohmann::json("unlimited")
                                                : nlohmann::json(r.original.bytes);

@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "web/http_server.h"
 #include "metrics/text_format.h"
+#include "tests/support/loopback_http.h"
 
 namespace memcg {
 namespace {
@@ -159,20 +160,7 @@ TEST(ProcessCollector, ExportsClientGolangNames) {
   EXPECT_FALSE(ctx2.errors.empty());
 }
 
-int connectTo(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connectTo(int port) { return test::connectLoopback(port); }
 
 /// Sends `req` on a new connection and returns the status line's code.
 std::string status(int port, const std::string& req) {

@@ -3,6 +3,7 @@
 // holds a worker, and requests beyond the workers wait queueWaitMs, then 503.
 #include "web/http_server.h"
 #include "web/web_config.h"
+#include "tests/support/loopback_http.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -26,20 +27,7 @@
 namespace memcg {
 namespace {
 
-int connectTo(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connectTo(int port) { return test::connectLoopback(port); }
 
 /// Sends `req` and reads one answer (head + Content-Length body).
 std::string roundTrip(int fd, const std::string& req) {

@@ -40,6 +40,7 @@
 #include "cgroupfs/readers.h"
 #include "common/fd.h"
 #include "common/result.h"
+#include "controller/actuation.h"
 #include "controller/journal.h"
 
 namespace memcg::controller {
@@ -98,27 +99,28 @@ struct ReclaimResult {
   std::string detail;
 };
 
-class Actuator {
+/// Implements the waiter's and the worker's interfaces (actuation.h).
+class Actuator final : public WakeArming, public Reclaimer {
  public:
   /// `journal` is required for v1 nudges (may be null for v2 only).
   Actuator(ActuatorOptions opts, Journal* journal);
 
-  ReclaimResult v1Nudge(const cgroupfs::CgroupDir& dir, const ReclaimRequest& req);
-  ReclaimResult v2Reclaim(const cgroupfs::CgroupDir& dir, const ReclaimRequest& req);
+  ReclaimResult v1Nudge(const cgroupfs::CgroupDir& dir, const ReclaimRequest& req) override;
+  ReclaimResult v2Reclaim(const cgroupfs::CgroupDir& dir, const ReclaimRequest& req) override;
 
   /// Registers a v1 usage threshold; returns the (non-blocking) eventfd.
   Result<Fd> armV1Threshold(const cgroupfs::CgroupDir& dir, std::string_view cgroup,
-                            uint64_t thresholdBytes);
+                            uint64_t thresholdBytes) override;
 
   /// v2: creates a PSI trigger (`trigger` = "some|full <stall us> <window us>")
   /// on memory.pressure; returns its fd, to poll for POLLPRI (closing it
   /// removes the trigger). ENOENT: no PSI here; EOPNOTSUPP: PSI off for the
   /// cgroup; ENOTSUP: a fixture tree (never signals).
   Result<Fd> armV2PressureTrigger(const cgroupfs::CgroupDir& dir, std::string_view cgroup,
-                                  std::string_view trigger);
+                                  std::string_view trigger) override;
 
   /// Clears the armed journal entries of a cgroup directory (protection ended).
-  void releaseJournal(const cgroupfs::CgroupDir& dir);
+  void releaseJournal(const cgroupfs::CgroupDir& dir) override;
 
   /// Crash recovery for one journal entry: writes the original limit back
   /// if the cgroup at e.dir still has inode e.inode and its limit still reads

@@ -13,11 +13,22 @@
 // protect time against the current limit: start > 0, target > start, target <
 // limit (400 otherwise).
 //
-// Files by concern: protection.h (validation, margin maths), waiter.h/.cpp
-// (epoll, threshold/PSI/events arming), worker.h/.cpp (episodes, token
-// bucket, CPU budget), state.h/.cpp (audit of actions, state JSON, metrics),
-// prot.h (a protection's fields by owner), controller.cpp (lifecycle,
-// protect/unprotect, journal replay).
+// Parts, each with its own state and lock, joined by narrow interfaces; the
+// Controller only builds and wires them (controller.cpp: validation, journal
+// replay, protect/unprotect; state.cpp: state JSON and metrics):
+//   ProtectionTable  protection_table.h  which cgroups are protected; each
+//                    protection's shared fields under its own lock (prot.h)
+//   Waiter           waiter.h   epoll, threshold/PSI/events arming, queues
+//                               short margins (its fds are its own)
+//   EpisodeQueue     episode_queue.h  waiter -> worker
+//   Worker           worker.h   episodes, token bucket, CPU budget
+//   Actuator         actuator.h the only cgroupfs writer, seen by the waiter
+//                               and the worker as WakeArming / Reclaimer
+//                               (actuation.h)
+//   Journal          journal.h  v1 nudges' crash record; recovery.h replays it
+//   ControllerStats  state.h    counters and histograms for /metrics
+//   AuditLog         audit_log.h
+// protection.h holds the validation and margin maths.
 //
 // Threads: a waiter and an actuation worker; nothing runs inside a scrape.
 //   waiter   epoll on, per protection, a v1 usage-threshold eventfd armed at
@@ -44,29 +55,24 @@
 // the next start (also when the controller is disabled: recoverJournal()).
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cgroupfs/discovery.h"
 #include "cgroupfs/walk_scheduler.h"
-#include "common/fd.h"
 #include "controller/actuator.h"
 #include "controller/audit_log.h"
+#include "controller/episode_queue.h"
 #include "controller/journal.h"
 #include "controller/margin_adapt.h"
 #include "controller/options.h"
 #include "controller/protection.h"
+#include "controller/protection_table.h"
+#include "controller/recovery.h"
 #include "controller/state.h"
 #include "controller/waiter.h"
 #include "controller/worker.h"
@@ -74,19 +80,6 @@
 #include "tracing/attribution.h"
 
 namespace memcg::controller {
-
-/// What a journal replay did.
-struct RecoveryReport {
-  size_t pending = 0;
-  size_t restored = 0;
-  size_t conflicts = 0;  ///< limit changed since, or cgroup recreated: left alone
-  size_t failed = 0;     ///< kept in the journal for the next start
-};
-
-/// Replays the journal at `opts.journal` if it exists (restoring every limit
-/// a crash left lowered) and compacts it. For start-up when the controller is
-/// disabled; the Controller does the same itself. Never throws.
-RecoveryReport recoverJournal(const ControllerOptions& opts);
 
 class Controller {
  public:
@@ -129,63 +122,25 @@ class Controller {
   const RecoveryReport& startupRecovery() const { return recovery_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  struct Prot;  // prot.h
-
-  struct Reading {
-    bool ok = false;
-    bool gone = false;
-    uint64_t usage = 0;
-    bool unlimited = true;
-    uint64_t limit = 0;
-  };
-  Reading readUsage(const Prot& p, std::string& buf) const;
-
-  void waiterLoop();
-  void workerLoop();
-  void check(const std::shared_ptr<Prot>& p, Clock::time_point now, const char* firedBy,
-             std::string& buf, bool& retrySoon);
-  void armPsi(const std::shared_ptr<Prot>& p);
-  std::string wakeName(const Prot& p) const;
-  void rearm(const std::shared_ptr<Prot>& p, uint64_t limit, uint64_t threshold);
-  /// The margins in force for p at this limit (mu_ held).
-  Margins marginsLocked(const Prot& p, uint64_t limit) const;
-  void episode(const std::shared_ptr<Prot>& p);
-  void record(const Prot& p, const ReclaimResult& r, bool first);
-  void wakeWaiter();
-  std::shared_ptr<const cgroupfs::CgroupDir> resolve(const std::string& cgroup);
+  /// A protection ended (unprotect, or its cgroup vanished): release its
+  /// journal entry unless an episode is under way (the worker does then).
+  void ended(const Prot& p, bool idle, nlohmann::json audit);
 
   ControllerOptions opts_;
   WalkScheduler& walks_;
   Discovery& discovery_;
-  tracing::ReclaimAttribution* attribution_;  // not owned; null without tracing
   bool v2_ = false;
   std::optional<std::regex> allow_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<AuditLog> audit_;
   std::unique_ptr<Actuator> actuator_;
   RecoveryReport recovery_;
-
-  mutable std::mutex mu_;  // guards everything below
-  std::map<std::string, std::shared_ptr<Prot>> prots_;
-  std::map<uint64_t, std::shared_ptr<Prot>> byId_;
-  uint64_t nextId_ = 1;
-  std::deque<std::shared_ptr<Prot>> queue_;
-  std::condition_variable cv_;
-
-  // Budgets (worker only; worker.h).
-  BudgetClock budgetClock_;
-  TokenBucket tokens_;
-  CpuBudget cpu_;
-
-  /// The counters: a part of their own (state.h), with their own lock.
   std::unique_ptr<ControllerStats> stats_;
-  std::atomic<bool> stop_{false};
+  ProtectionTable table_;
+  EpisodeQueue queue_;
+  std::unique_ptr<Waiter> waiter_;
+  std::unique_ptr<Worker> worker_;
   bool started_ = false;
-  Fd epoll_;
-  Fd wake_;
-  std::thread waiter_;
-  std::thread worker_;
 
   ControllerDescs descs_;
 };

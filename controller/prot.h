@@ -1,49 +1,47 @@
-// One protected cgroup as the controller's threads see it (internal to
+// One protected cgroup as the controller's parts see it (internal to
 // controller/*.cpp). Its fields are grouped by who may touch them:
-//   fixed   set by protect() before the protection is published, then read-only;
-//   waiter  the waiter thread only (its fds and arming state);
+//   fixed   set by Controller::protect() before the protection is published
+//           in the ProtectionTable, then read-only;
 //   armed   atomics the waiter sets and state() reads;
-//   locked  guarded by Controller::mu_ (queueing, the episode's trigger,
-//           the last reading and the counts state() shows).
+//   locked  guarded by the protection's own `mu` (queueing, the episode's
+//           trigger, the margin adaptation, the last reading and the counts
+//           state() shows): the waiter, the worker and the readers of state
+//           share them, one protection at a time.
+// The waiter's fds and arming state are the waiter's own (waiter.h), not here.
+// Lock order: ProtectionTable's lock, then a Prot's `mu`, then ControllerStats'.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "cgroupfs/cgroup_dir.h"
+#include "cgroupfs/usage_limit.h"
 #include "common/clock.h"
-#include "common/fd.h"
 #include "common/log.h"
-#include "controller/controller.h"
 #include "controller/margin_adapt.h"
+#include "controller/protection.h"
 
 namespace memcg::controller {
 
-struct Controller::Prot {
+using Clock = std::chrono::steady_clock;
+
+struct Prot {
   // Fixed.
-  uint64_t id = 0;
+  uint64_t id = 0;  ///< given by ProtectionTable::add (1, 2, ...)
   Protection p;
   std::shared_ptr<const cgroupfs::CgroupDir> dir;
   int64_t sinceMs = 0;
 
-  struct WaiterOwned {
-    Fd eventFd;                     // v1 threshold eventfd, or v2 memory.events fd
-    uint64_t armedFor = 0;          // the limit the threshold was armed for
-    uint64_t armedThreshold = 0;    // v1: the usage threshold armed (limit - effective start)
-    bool armFailed = false;         // polling only (fixture, no event_control)
-    Fd psiFd;                       // v2 PSI trigger on memory.pressure
-    bool psiFailed = false;         // no PSI for this cgroup: the other sources only
-    const char* firedBy = nullptr;  // this wake's source, if an fd fired
-  } waiter;
-
   // Set by the waiter, read by state().
-  std::atomic<bool> armed{false};  // waiter.eventFd is registered
+  std::atomic<bool> armed{false};  // the threshold eventfd / memory.events fd is registered
   std::atomic<bool> psiArmed{false};
 
+  mutable std::mutex mu;  // guards `locked`
   struct Locked {
     bool queued = false;
     bool busy = false;
@@ -70,7 +68,34 @@ struct Controller::Prot {
     std::string lastDetail;
     int64_t lastActionMs = 0;
   } locked;
+
+  /// The margins in force at this limit (`mu` held).
+  Margins marginsLocked(uint64_t limit, double maxFraction) const {
+    return effectiveMargins(p, limit, locked.adapt.extra, maxFraction);
+  }
 };
+
+/// One read of a protected cgroup's usage and limit.
+struct Reading {
+  bool ok = false;
+  bool gone = false;
+  uint64_t usage = 0;
+  bool unlimited = true;
+  uint64_t limit = 0;
+};
+inline Reading readUsage(const Prot& p, bool v2, std::string& buf) {
+  Reading r;
+  auto ul = cgroupfs::readUsageLimit(*p.dir, v2, buf);
+  if (!ul.ok()) {
+    r.gone = ul.error().gone();
+    return r;
+  }
+  r.usage = ul->usage;
+  r.unlimited = ul->limit.unlimited;
+  r.limit = ul->limit.bytes;
+  r.ok = true;
+  return r;
+}
 
 /// Wall-clock ms for journal and audit timestamps (common/clock.h).
 inline int64_t unixMs() { return clock::wallMs(); }

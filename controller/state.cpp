@@ -3,6 +3,7 @@
 #include "collectors/collector.h"
 #include "controller/controller.h"
 #include "controller/prot.h"
+#include "controller/protection_table.h"
 
 namespace memcg::controller {
 
@@ -51,11 +52,12 @@ std::vector<const metrics::Desc*> ControllerDescs::all() const {
 
 nlohmann::json Controller::state() const {
   nlohmann::json prots = nlohmann::json::array();
-  std::lock_guard<std::mutex> g(mu_);
-  for (const auto& [label, p] : prots_) {
+  for (const auto& p : table_.byLabel()) {
+    const std::string& label = p->p.cgroup;
+    std::lock_guard<std::mutex> g(p->mu);
     const uint64_t margin = marginBytes(p->locked.lastUsage, p->locked.lastLimit);
     const uint64_t limit = p->locked.lastLimit;
-    const Margins inForce = marginsLocked(*p, limit);
+    const Margins inForce = p->marginsLocked(limit, opts_.marginMaxFraction);
     const MarginAdapt& a = p->locked.adapt;
     nlohmann::json j = {{"cgroup", label},
                         {"start_margin_bytes", p->p.startBytes(p->locked.lastLimit)},
@@ -77,7 +79,7 @@ nlohmann::json Controller::state() const {
                         {"limit_bytes", p->locked.lastUnlimited ? nlohmann::json(nullptr)
                                                          : nlohmann::json(p->locked.lastLimit)},
                         {"margin_bytes", margin},
-                        {"wake", wakeName(*p)},
+                        {"wake", waiter_->wakeName(*p)},
                         {"busy", p->locked.busy},
                         {"episodes", p->locked.episodes},
                         {"actions", p->locked.actions},
@@ -180,12 +182,13 @@ void ControllerStats::collect(metrics::Sink& sink, const ControllerDescs& d) con
 }
 
 void Controller::collect(metrics::Sink& sink) const {
-  std::lock_guard<std::mutex> g(mu_);
-  sink.add(descs_.protectedCgroups, {}, static_cast<double>(prots_.size()));
-  for (const auto& [label, p] : prots_) {
-    std::string_view l = sink.keep(label);
+  const auto prots = table_.byLabel();
+  sink.add(descs_.protectedCgroups, {}, static_cast<double>(prots.size()));
+  for (const auto& p : prots) {
+    std::string_view l = sink.keep(p->p.cgroup);
+    std::lock_guard<std::mutex> g(p->mu);
     const uint64_t limit = p->locked.lastLimit;
-    const Margins inForce = marginsLocked(*p, limit);
+    const Margins inForce = p->marginsLocked(limit, opts_.marginMaxFraction);
     sink.add(descs_.protectedCgroup, {l}, 1.0);
     sink.add(descs_.margin, {l, "start"}, static_cast<double>(p->p.startBytes(limit)));
     sink.add(descs_.margin, {l, "target"}, static_cast<double>(p->p.targetBytes(limit)));

@@ -34,7 +34,7 @@ struct ControllerDescs;
 /// The controller's counters as a part of their own, with their own lock:
 /// the worker records actions, throttles, dry runs and latencies, the waiter
 /// and worker their CPU, start-up the journal restores; metrics and the state
-/// JSON read them. Its lock is taken after the controller's, never before.
+/// JSON read them. Its lock is taken after a protection's (prot.h), never before.
 class ControllerStats {
  public:
   /// `wakeSources`: the trigger label values of this mode (a latency

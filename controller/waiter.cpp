@@ -3,16 +3,23 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <vector>
 
 #include "cgroupfs/file_names.h"
 #include "common/parse.h"
-#include "controller/controller.h"
+#include "controller/actuator.h"
+#include "controller/episode_queue.h"
 #include "controller/prot.h"
+#include "controller/protection_table.h"
+#include "controller/state.h"
+#include "controller/worker.h"
 
 namespace memcg::controller {
 
@@ -23,10 +30,6 @@ std::string wakeName(bool v2, bool eventArmed, bool psiArmed) {
   if (eventArmed) w = v2 ? kSrcEvents : kSrcThreshold;
   if (psiArmed) w += w.empty() ? kSrcPsi : std::string("+") + kSrcPsi;
   return w.empty() ? kSrcPoll : w + "+" + kSrcPoll;
-}
-
-std::string Controller::wakeName(const Prot& p) const {
-  return controller::wakeName(v2_, p.armed.load(), p.psiArmed.load());
 }
 
 Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
@@ -60,160 +63,192 @@ Result<PsiTrigger> parsePsiTrigger(std::string_view text) {
   return t;
 }
 
-Margins Controller::marginsLocked(const Prot& p, uint64_t limit) const {
-  return effectiveMargins(p.p, limit, p.locked.adapt.extra, opts_.marginMaxFraction);
+Waiter::Waiter(ThreadParts parts, ProtectionTable& table, WakeArming& arming,
+               std::function<void(const Prot&)> onGone)
+    : parts_(parts), opts_(parts.opts), table_(table), arming_(arming), onGone_(std::move(onGone)) {}
+
+Waiter::~Waiter() { stop(); }
+
+std::string Waiter::wakeName(const Prot& p) const {
+  return controller::wakeName(parts_.v2, p.armed.load(), p.psiArmed.load());
 }
 
-void Controller::rearm(const std::shared_ptr<Prot>& p, uint64_t limit,
-                       uint64_t threshold) {
-  if (p->waiter.armFailed && p->waiter.armedFor == limit &&
-      (v2_ || p->waiter.armedThreshold == threshold))
-    return;
-  if (p->waiter.eventFd.valid()) {
-    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p->waiter.eventFd.get(), nullptr);
-    p->waiter.eventFd.reset();
-  }
-  p->waiter.armedFor = limit;
-  p->waiter.armedThreshold = threshold;
-  p->waiter.armFailed = false;
+void Waiter::start() {
+  if (started_) return;
+  epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!epoll_.valid() || !wake_.valid()) throw std::runtime_error("controller: epoll/eventfd failed");
   struct epoll_event ev {};
-  ev.data.u64 = epollKey(p->id, false);
-  if (!v2_) {
-    auto efd = actuator_->armV1Threshold(*p->dir, p->p.cgroup, threshold);
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeId;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
+  stop_ = false;
+  thread_ = std::thread([this] { loop(); });
+  started_ = true;
+}
+
+void Waiter::stop() {
+  if (!started_) return;
+  stop_ = true;
+  wake();
+  thread_.join();
+  started_ = false;
+}
+
+void Waiter::wake() {
+  if (!wake_.valid()) return;
+  uint64_t one = 1;
+  (void)!::write(wake_.get(), &one, sizeof one);
+}
+
+void Waiter::rearm(const Prot& p, Arm& a, uint64_t limit, uint64_t threshold) {
+  if (a.armFailed && a.armedFor == limit && (parts_.v2 || a.armedThreshold == threshold)) return;
+  if (a.eventFd.valid()) {
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, a.eventFd.get(), nullptr);
+    a.eventFd.reset();
+  }
+  a.armedFor = limit;
+  a.armedThreshold = threshold;
+  a.armFailed = false;
+  struct epoll_event ev {};
+  ev.data.u64 = epollKey(p.id, false);
+  if (!parts_.v2) {
+    auto efd = arming_.armV1Threshold(*p.dir, p.p.cgroup, threshold);
     if (!efd) {
-      p->waiter.armFailed = true;
+      a.armFailed = true;
       log::debug("controller: no usage threshold, polling only",
-                 kv("cgroup", p->p.cgroup) + " " + kv("err", efd.error().message()));
+                 kv("cgroup", p.p.cgroup) + " " + kv("err", efd.error().message()));
       return;
     }
-    p->waiter.eventFd = std::move(*efd);
+    a.eventFd = std::move(*efd);
     ev.events = EPOLLIN;
   } else {
     // memory.events notifies (POLLPRI) when a key changes: "high"/"max"
     // hits wake us at once; the poll covers the approach.
     if (!opts_.v2WakeEvents) {
-      p->waiter.armFailed = true;
+      a.armFailed = true;
       return;
     }
     std::string n(cgroupfs::fileName(FileId::kV2Events));
-    Fd fd(::openat(p->dir->fd(), n.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd fd(::openat(p.dir->fd(), n.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) {
-      p->waiter.armFailed = true;
+      a.armFailed = true;
       return;
     }
-    p->waiter.eventFd = std::move(fd);
+    a.eventFd = std::move(fd);
     ev.events = EPOLLPRI;
   }
-  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, p->waiter.eventFd.get(), &ev) != 0) {
-    p->waiter.eventFd.reset();
-    p->waiter.armFailed = true;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, a.eventFd.get(), &ev) != 0) {
+    a.eventFd.reset();
+    a.armFailed = true;
   }
 }
 
-void Controller::armPsi(const std::shared_ptr<Prot>& p) {
-  auto fd = actuator_->armV2PressureTrigger(*p->dir, p->p.cgroup, opts_.psiTrigger);
+void Waiter::armPsi(Prot& p, Arm& a) {
+  auto fd = arming_.armV2PressureTrigger(*p.dir, p.p.cgroup, opts_.psiTrigger);
   struct epoll_event ev {};
   ev.events = EPOLLPRI;
-  ev.data.u64 = epollKey(p->id, true);
+  ev.data.u64 = epollKey(p.id, true);
   if (fd && ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd->get(), &ev) == 0) {
-    p->waiter.psiFd = std::move(*fd);
-    p->psiArmed = true;
+    a.psiFd = std::move(*fd);
+    p.psiArmed = true;
     return;
   }
-  p->waiter.psiFailed = true;
+  a.psiFailed = true;
   std::string why =
       fd ? std::string("epoll: ") + std::strerror(errno) : fd.error().message();
   log::info("controller: no PSI trigger, waking on memory.events and the poll",
-            kv("cgroup", p->p.cgroup) + " " + kv("err", why));
+            kv("cgroup", p.p.cgroup) + " " + kv("err", why));
 }
 
-void Controller::check(const std::shared_ptr<Prot>& p, Clock::time_point now,
-                       const char* firedBy, std::string& buf, bool& retrySoon) {
+void Waiter::drop(Arm& a) {
+  for (Fd* f : {&a.eventFd, &a.psiFd}) {
+    if (f->valid()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, f->get(), nullptr);
+    f->reset();  // closing the eventfd drops the threshold; the PSI fd, the trigger
+  }
+}
+
+void Waiter::check(const std::shared_ptr<Prot>& p, Arm& a, Clock::time_point now,
+                   std::string& buf, bool& retrySoon) {
+  const double maxFraction = opts_.marginMaxFraction;
   bool busyBefore;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(p->mu);
     busyBefore = p->locked.busy;
   }
-  Reading r = readUsage(*p, buf);
+  Reading r = readUsage(*p, parts_.v2, buf);
   if (r.gone) {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (p->locked.removed) return;
-      p->locked.removed = true;
-      prots_.erase(p->p.cgroup);
-    }
-    actuator_->releaseJournal(*p->dir);
-    audit_->write("unprotect", {{"cgroup", p->p.cgroup}, {"reason", "cgroup removed"}});
+    if (table_.removeGone(p)) onGone_(*p);
     return;
   }
   if (!r.ok) return;
   bool busyAfter;
   uint64_t threshold = 0;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(p->mu);
     busyAfter = p->locked.busy;
     if (!r.unlimited && !busyBefore && !busyAfter) {
       // Narrowing only between episodes, so the limit read is the real one.
-      narrowIfCalm(p->locked.adapt, p->p, r.limit, opts_.marginMaxFraction, now);
+      narrowIfCalm(p->locked.adapt, p->p, r.limit, maxFraction, now);
     }
-    threshold = v1Threshold(marginsLocked(*p, r.limit), r.limit);
+    threshold = v1Threshold(p->marginsLocked(r.limit, maxFraction), r.limit);
   }
   // Not while a v1 nudge may be in flight: the limit read may be the lowered
   // one, and re-arming for it (then back) would leave a window with no
   // threshold at the right place.
   if (!r.unlimited && !busyBefore && !busyAfter &&
-      (!p->waiter.eventFd.valid() || p->waiter.armedFor != r.limit ||
-       (!v2_ && p->waiter.armedThreshold != threshold))) {
-    rearm(p, r.limit, threshold);
-    p->armed = p->waiter.eventFd.valid();
+      (!a.eventFd.valid() || a.armedFor != r.limit || (!parts_.v2 && a.armedThreshold != threshold))) {
+    rearm(*p, a, r.limit, threshold);
+    p->armed = a.eventFd.valid();
   }
-  if (v2_ && opts_.v2WakePsi && !p->waiter.psiFd.valid() && !p->waiter.psiFailed)
-    armPsi(p);
-  std::lock_guard<std::mutex> g(mu_);
-  p->locked.lastUsage = r.usage;
-  // A reading taken while a v1 nudge may have had the limit lowered keeps the
-  // last real limit (state() and the margin metrics resolve against it).
-  if (!busyBefore && !busyAfter) {
-    p->locked.lastLimit = r.limit;
-    p->locked.lastUnlimited = r.unlimited;
-  }
-  if (r.unlimited || p->locked.removed) return;
-  if (!marginShort(marginsLocked(*p, r.limit), r.usage, r.limit)) {
-    p->locked.pendingSource = nullptr;
-    if (!busyBefore && !busyAfter) p->locked.adaptPrimed = true;
-    return;
-  }
-  if (p->locked.queued || p->locked.busy) return;
-  const char* source = firedBy ? firedBy : kSrcPoll;
-  if (now < p->locked.cooldownUntil) {
-    retrySoon = true;
-    if (!p->locked.pendingSource) {
-      p->locked.pendingAt = now;
-      p->locked.pendingSource = source;
+  if (parts_.v2 && opts_.v2WakePsi && !a.psiFd.valid() && !a.psiFailed) armPsi(*p, a);
+  {
+    std::lock_guard<std::mutex> g(p->mu);
+    p->locked.lastUsage = r.usage;
+    // A reading taken while a v1 nudge may have had the limit lowered keeps
+    // the last real limit (state() and the margin metrics resolve against it).
+    if (!busyBefore && !busyAfter) {
+      p->locked.lastLimit = r.limit;
+      p->locked.lastUnlimited = r.unlimited;
     }
-    return;
+    if (r.unlimited || p->locked.removed) return;
+    if (!marginShort(p->marginsLocked(r.limit, maxFraction), r.usage, r.limit)) {
+      p->locked.pendingSource = nullptr;
+      if (!busyBefore && !busyAfter) p->locked.adaptPrimed = true;
+      return;
+    }
+    if (p->locked.queued || p->locked.busy) return;
+    const char* source = a.firedBy ? a.firedBy : kSrcPoll;
+    if (now < p->locked.cooldownUntil) {
+      retrySoon = true;
+      if (!p->locked.pendingSource) {
+        p->locked.pendingAt = now;
+        p->locked.pendingSource = source;
+      }
+      return;
+    }
+    // The overshoot of the wake that queues the episode adapts the margins
+    // (margin_adapt.h); not from a reading taken while a nudge may have had
+    // the limit lowered; not in dry-run (nothing is reclaimed, the margin
+    // stays short).
+    if (p->locked.adaptPrimed && !busyBefore && !busyAfter && !opts_.dryRun && maxFraction > 0)
+      observeShortWake(p->locked.adapt, p->p, r.usage, r.limit, maxFraction, now);
+    // Queued once: `queued` stays set until the worker pops it.
+    p->locked.queued = true;
+    p->locked.triggerAt = p->locked.pendingSource ? p->locked.pendingAt : now;
+    p->locked.triggerSource = p->locked.pendingSource ? p->locked.pendingSource : source;
+    p->locked.pendingSource = nullptr;
   }
-  // The overshoot of the wake that queues the episode adapts the margins
-  // (margin_adapt.h); not from a reading taken while a nudge may have had the
-  // limit lowered; not in dry-run (nothing is reclaimed, the margin stays short).
-  if (p->locked.adaptPrimed && !busyBefore && !busyAfter && !opts_.dryRun &&
-      opts_.marginMaxFraction > 0)
-    observeShortWake(p->locked.adapt, p->p, r.usage, r.limit, opts_.marginMaxFraction,
-                     now);
-  p->locked.queued = true;
-  p->locked.triggerAt = p->locked.pendingSource ? p->locked.pendingAt : now;
-  p->locked.triggerSource = p->locked.pendingSource ? p->locked.pendingSource : source;
-  p->locked.pendingSource = nullptr;
-  queue_.push_back(p);
-  cv_.notify_one();
+  parts_.queue.push(p);
 }
 
-void Controller::waiterLoop() {
+void Waiter::loop() {
   setThreadPolicy(opts_.schedPolicy);
   pthread_setname_np(pthread_self(), "memcg-ctl-wait");
   std::string buf;
   struct epoll_event evs[32];
   bool retrySoon = false;
+  std::vector<std::shared_ptr<Prot>> live, dead;
   while (!stop_) {
     // A cgroup in its cooldown is retried when the cooldown ends, but never
     // later than the next poll: the others are polled on time.
@@ -222,26 +257,16 @@ void Controller::waiterLoop() {
     int n = ::epoll_wait(epoll_.get(), evs, 32, timeout);
     Clock::time_point now = Clock::now();
     if (stop_) break;
-    std::vector<std::shared_ptr<Prot>> list;
-    std::vector<std::shared_ptr<Prot>> dead;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto it = byId_.begin(); it != byId_.end();) {
-        if (it->second->locked.removed) {
-          dead.push_back(it->second);
-          it = byId_.erase(it);
-        } else {
-          list.push_back(it->second);
-          ++it;
-        }
-      }
-    }
+    live.clear();
+    dead.clear();
+    table_.sweep(live, dead);
     for (auto& d : dead) {
-      for (Fd* f : {&d->waiter.eventFd, &d->waiter.psiFd}) {
-        if (f->valid()) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, f->get(), nullptr);
-        f->reset();  // closing the eventfd drops the threshold; the PSI fd, the trigger
-      }
+      auto it = arms_.find(d->id);
+      if (it == arms_.end()) continue;
+      drop(it->second);
+      arms_.erase(it);
     }
+    for (auto& p : live) arms_.try_emplace(p->id);
     for (int i = 0; i < n; ++i) {
       uint64_t key = evs[i].data.u64;
       if (key == kWakeId) {
@@ -249,46 +274,44 @@ void Controller::waiterLoop() {
         (void)!::read(wake_.get(), &v, sizeof v);
         continue;
       }
-      const bool psi = epollKeyIsPsi(key);
-      for (auto& p : list) {
-        if (p->id != epollKeyId(key)) continue;
-        const char* src;
-        if (psi) {
-          // POLLPRI = the trigger fired (epoll's poll call consumed it);
-          // POLLERR = the trigger is gone (cgroup removed): stop polling it.
-          if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
-            ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, p->waiter.psiFd.get(), nullptr);
-            p->waiter.psiFd.reset();
-            p->waiter.psiFailed = true;
-            p->psiArmed = false;
-            continue;
-          }
-          src = kSrcPsi;
-        } else if (!v2_) {
-          uint64_t v;
-          (void)!::read(p->waiter.eventFd.get(), &v, sizeof v);
-          src = kSrcThreshold;
-        } else {
-          char tmp[512];
-          (void)!::pread(p->waiter.eventFd.get(), tmp, sizeof tmp, 0);  // re-arms POLLPRI
-          src = kSrcEvents;
+      auto it = arms_.find(epollKeyId(key));
+      if (it == arms_.end()) continue;
+      Arm& a = it->second;
+      const char* src;
+      if (epollKeyIsPsi(key)) {
+        // POLLPRI = the trigger fired (epoll's poll call consumed it);
+        // POLLERR = the trigger is gone (cgroup removed): stop polling it.
+        if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+          ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, a.psiFd.get(), nullptr);
+          a.psiFd.reset();
+          a.psiFailed = true;
+          for (auto& p : live)
+            if (p->id == it->first) p->psiArmed = false;
+          continue;
         }
-        if (!p->waiter.firedBy) p->waiter.firedBy = src;  // the first source of this wake
+        src = kSrcPsi;
+      } else if (!parts_.v2) {
+        uint64_t v;
+        (void)!::read(a.eventFd.get(), &v, sizeof v);
+        src = kSrcThreshold;
+      } else {
+        char tmp[512];
+        (void)!::pread(a.eventFd.get(), tmp, sizeof tmp, 0);  // re-arms POLLPRI
+        src = kSrcEvents;
       }
+      if (!a.firedBy) a.firedBy = src;  // the first source of this wake
     }
     retrySoon = false;
-    for (auto& p : list) {
-      check(p, now, p->waiter.firedBy, buf, retrySoon);
-      p->waiter.firedBy = nullptr;
+    for (auto& p : live) {
+      Arm& a = arms_.at(p->id);
+      check(p, a, now, buf, retrySoon);
+      a.firedBy = nullptr;
     }
-    stats_->setWaiterCpu(threadCpuSeconds());
+    parts_.stats.setWaiterCpu(threadCpuSeconds());
   }
-  // Unregister all thresholds on the way out.
-  std::lock_guard<std::mutex> g(mu_);
-  for (auto& [_, p] : byId_) {
-    p->waiter.eventFd.reset();
-    p->waiter.psiFd.reset();
-  }
+  // Unregister all thresholds and triggers on the way out.
+  for (auto& [_, a] : arms_) drop(a);
+  arms_.clear();
 }
 
 }  // namespace memcg::controller

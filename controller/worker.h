@@ -1,14 +1,26 @@
-// The actuation worker's budgets (the worker loop itself is
-// Controller::workerLoop/episode in worker.cpp): a bytes-per-second token
-// bucket with a one-second burst, and a CPU budget per one-second window of
-// the worker thread. An episode stops ("throttled", reason cpu or rate) when
-// either is spent.
+// The actuation worker: a thread that takes the protections the waiter
+// queued (episode_queue.h) and runs an episode on each, up to
+// max-nudges actuations until the target margin is reached, then a cooldown.
+// Its budgets: a bytes-per-second token bucket with a one-second burst, and a
+// CPU budget per one-second window of the worker thread. An episode stops
+// ("throttled", reason cpu or rate) when either is spent.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string_view>
+#include <thread>
+
+#include "controller/actuation.h"
+#include "controller/episode_queue.h"
+#include "controller/options.h"
+
+namespace memcg::tracing {
+class ReclaimAttribution;
+}
 
 namespace memcg::controller {
 
@@ -83,5 +95,46 @@ inline std::string_view throttleReason(bool cpuSpent, const TokenBucket& bucket)
   if (bucket.tokens() < kMinTokens) return "rate";
   return {};
 }
+
+struct Prot;
+struct ReclaimResult;
+class AuditLog;
+
+/// The worker thread and what only it touches: the budgets (no lock: one
+/// thread). It reaches the rest through its constructor's arguments: the
+/// queue it takes protections from and the counters (`parts`), the
+/// actuations, the audit log, and `attribution` (may be null), told which thread reclaims on
+/// purpose and for which cgroup.
+class Worker {
+ public:
+  Worker(ThreadParts parts, Reclaimer& reclaimer, AuditLog& audit,
+         tracing::ReclaimAttribution* attribution, BudgetClock budgetClock);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Starts the thread with full budgets.
+  void start();
+  /// Stops and joins it (an episode under way ends after its actuation).
+  void stop();
+
+ private:
+  void loop();
+  void episode(Prot& p);
+  void record(Prot& p, const ReclaimResult& r, bool first);
+
+  const ThreadParts parts_;
+  const ControllerOptions& opts_;  // parts_.opts
+  Reclaimer& reclaimer_;
+  AuditLog& audit_;
+  tracing::ReclaimAttribution* attribution_;  // not owned; null without tracing
+
+  BudgetClock budgetClock_;
+  TokenBucket tokens_;
+  CpuBudget cpu_;
+  std::atomic<bool> stop_{false};
+  bool started_ = false;
+  std::thread thread_;
+};
 
 }  // namespace memcg::controller

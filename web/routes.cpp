@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "web/auth.h"
 
 namespace memcg::http {
 namespace {
@@ -84,6 +85,10 @@ std::string Routes::methodsFor(std::string_view path) const {
 
 void dispatch(const Routes& routes, const Request& req, Response& resp) {
   const Route* r = routes.find(req.method, req.path);
+  // Unknown paths and other methods are refused as any route would be, so
+  // an unauthenticated client learns nothing about which paths exist.
+  if (routes.auth() && routes.auth()->refuse(req, r ? r->access : Access::kWebConfig, resp))
+    return;
   if (!r) {
     std::string allowed = routes.methodsFor(req.path);
     if (allowed.empty()) return notFound(req, resp);

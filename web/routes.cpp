@@ -166,6 +166,8 @@ std::string_view statusText(int status) {
       return "Length Required";
     case 413:
       return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

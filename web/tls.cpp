@@ -192,10 +192,10 @@ std::vector<std::string> TlsServerConfig::files() const {
 
 Status validateTlsConfig(const TlsServerConfig& c) {
   if (c.certFile.empty() == c.cert.empty())
-    return bad(c.cert.empty() ? "tls_server_config.cert_file (or cert) is required"
+    return bad(c.cert.empty() ? "tls_server_config.cert_file is required (or cert, inline)"
                               : "tls_server_config: give cert or cert_file, not both");
   if (c.keyFile.empty() == c.key.empty())
-    return bad(c.key.empty() ? "tls_server_config.key_file (or key) is required"
+    return bad(c.key.empty() ? "tls_server_config.key_file is required (or key, inline)"
                              : "tls_server_config: give key or key_file, not both");
   if (!c.clientCaFile.empty() && !c.clientCa.empty())
     return bad("tls_server_config: give client_ca or client_ca_file, not both");

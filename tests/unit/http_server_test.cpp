@@ -797,9 +797,9 @@ TEST(WebConfig, ClientAllowedSansRefuseOtherCertificates) {
   ASSERT_TRUE(open.ok());
   EXPECT_TRUE(handshake(open->get(), selfSignedPem("DNS:bad.example")));
   // The names as the refusal logs them.
-  BIO* b = BIO_new_mem_buf(selfSignedPem("DNS:a.example,IP:10.0.0.7,email:o@x.example,URI:spiffe://x/y")
-                               .first.c_str(),
-                           -1);
+  const std::string many =
+      selfSignedPem("DNS:a.example,IP:10.0.0.7,email:o@x.example,URI:spiffe://x/y").first;
+  BIO* b = BIO_new_mem_buf(many.c_str(), -1);
   X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
   BIO_free(b);
   EXPECT_EQ(certificateSans(x), (std::vector<std::string>{"DNS:a.example", "IP:10.0.0.7",

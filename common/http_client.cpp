@@ -1,5 +1,6 @@
 #include "common/http_client.h"
 
+#include <cctype>
 #include <curl/curl.h>
 #include <unistd.h>
 
@@ -188,6 +189,21 @@ Result<ClientUrl> parseClientUrl(std::string_view url) {
 
 HttpClient::HttpClient(HttpClientConfig config) : config_(std::move(config)) {
   globalInit();
+}
+
+std::string queryEscape(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
 }
 
 Result<ClientReply> HttpClient::post(const ClientUrl& url, const std::string& path,

@@ -53,6 +53,10 @@ struct ClientUrl {
 /// Parses "http[s]://host[:port][/path]" (no credentials, query or fragment).
 Result<ClientUrl> parseClientUrl(std::string_view url);
 
+/// One query parameter's value, percent-encoded (RFC 3986 unreserved bytes
+/// stay, every other byte is %XX; a space is %20).
+std::string queryEscape(std::string_view s);
+
 struct ClientReply {
   int status = 0;
   std::string body;  ///< at most maxBody bytes

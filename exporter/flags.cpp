@@ -57,8 +57,8 @@ FlagList flagTable(Options& o) {
        },
        "4096"},
       {"web.config.file",
-       "Web configuration file (exporter-toolkit format): tls_server_config, basic_auth_users "
-       "with bcrypt hashes.",
+       "Web configuration file (exporter-toolkit format): tls_server_config, "
+       "http_server_config, basic_auth_users with bcrypt hashes, rate_limit.",
        false,
        [&o](const std::string& v) {
          auto c = loadWebConfig(v);

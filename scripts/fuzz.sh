@@ -28,6 +28,8 @@ declare -A seeds=(
   [taskstats]="tests/fixtures/taskstats"
   [promql_parser]="tests/fuzz/seeds/promql_parser"
   [history_chunk]="tests/fuzz/seeds/history_chunk"
+  [http_parser]="tests/fuzz/seeds/http_parser"
+  [tls_handshake]="tests/fuzz/seeds/tls_handshake"
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${!seeds[@]}" | sort

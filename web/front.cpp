@@ -13,6 +13,7 @@
 #include "web/api/v1/exporter.h"
 #include "web/api/v1/history.h"
 #include "web/api/v1/rules.h"
+#include "web/auth.h"
 #include "web/http_server.h"
 #include "web/routes.h"
 #include "web/ui.h"
@@ -28,6 +29,7 @@ struct Front::Impl {
   std::unique_ptr<history::QueryApi> queryApi;
   std::unique_ptr<rules::RulesApi> rulesApi;
   std::unique_ptr<WebAuth> webAuth;  ///< --web.config.file; before the server
+  std::unique_ptr<AuthPolicy> auth;  ///< the routes' policy (web config + bearer token)
   std::unique_ptr<HttpServer> server;
   /// `server` for the registry's readers (the sampler may collect while serve() starts it).
   std::atomic<HttpServer*> liveServer{nullptr};
@@ -38,10 +40,7 @@ struct Front::Impl {
 Front::Front(FrontOptions opts, FrontParts parts)
     : impl_(std::make_unique<Impl>(std::move(opts), parts)) {
   Impl& I = *impl_;
-  I.controllerApi = std::make_unique<controller::ControllerApi>(
-      parts.controller, I.opts.controllerTokenFile.empty()
-                            ? std::string()
-                            : controller::ControllerApi::readTokenFile(I.opts.controllerTokenFile));
+  I.controllerApi = std::make_unique<controller::ControllerApi>(parts.controller);
   if (parts.history) {
     // The live view's series (its PromQL runs over the history).
     for (auto sel : kLiveViewSeries) {
@@ -62,7 +61,7 @@ Front::Front(FrontOptions opts, FrontParts parts)
                                        [] { return history::QueryApi::describeMetrics(); }));
   }
   if (parts.rules && parts.actions)
-    I.rulesApi = std::make_unique<rules::RulesApi>(*parts.rules, *parts.actions, *I.controllerApi);
+    I.rulesApi = std::make_unique<rules::RulesApi>(*parts.rules, *parts.actions);
 
   if (I.opts.exporterMetrics) {
     // The server is made in serve(); until then it has nothing to count.
@@ -102,6 +101,11 @@ Front::Front(FrontOptions opts, FrontParts parts)
   registerRoutes(I.routes, renderIndex(I.opts.telemetryPath, I.opts.enabledCollectors));
 
   if (!I.opts.webConfigFile.empty()) I.webAuth = std::make_unique<WebAuth>(I.opts.webConfigFile);
+  I.auth = std::make_unique<AuthPolicy>(
+      I.webAuth.get(), I.opts.controllerTokenFile.empty()
+                           ? std::string()
+                           : AuthPolicy::readTokenFile(I.opts.controllerTokenFile));
+  I.routes.setAuth(I.auth.get());
 }
 
 Front::~Front() {
@@ -119,7 +123,7 @@ void Front::serve() {
   web.handshakeTimeoutMs = web.readTimeoutMs;
   web.maxConnections = I.opts.maxConnections;
   if (I.webAuth) {
-    web.authorize = [auth = I.webAuth.get()](const http::Request& r) { return auth->allowed(r); };
+    web.responseHeaders = [auth = I.webAuth.get()] { return auth->responseHeaders(); };
     if (I.webAuth->tlsContext())
       web.tlsContext = [auth = I.webAuth.get()] { return auth->tlsContext(); };
   }

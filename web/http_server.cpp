@@ -246,6 +246,74 @@ int64_t nowUs() {
 
 }  // namespace
 
+namespace http {
+
+int parseRequestHead(std::string_view head, Request& r, HeadInfo& info, std::string& why) {
+  r.headers.clear();
+  r.body.clear();
+  size_t eol = head.find("\r\n");
+  std::string_view line = head.substr(0, eol);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+    why = "malformed request line";
+    return 400;
+  }
+  std::string_view method = line.substr(0, sp1);
+  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  std::string_view version = line.substr(sp2 + 1);
+  for (char ch : method) {
+    if (ch < 'A' || ch > 'Z') {
+      why = "malformed method";
+      return 400;
+    }
+  }
+  if (method.empty() || target.empty() || target.front() != '/' ||
+      (version != "HTTP/1.1" && version != "HTTP/1.0")) {
+    why = "malformed request line";
+    return 400;
+  }
+  r.method = std::string(method);
+  size_t q = target.find('?');
+  r.path = decodePath(target.substr(0, q));
+  r.query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+  std::string_view rest = eol == std::string_view::npos ? std::string_view{} : head.substr(eol + 2);
+  while (!rest.empty()) {
+    size_t e = rest.find("\r\n");
+    std::string_view h = rest.substr(0, e);
+    rest = e == std::string_view::npos ? std::string_view{} : rest.substr(e + 2);
+    size_t colon = h.find(':');
+    if (colon == std::string_view::npos || colon == 0 || h.front() == ' ' || h.front() == '\t') {
+      why = "malformed header";
+      return 400;
+    }
+    r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(trim(h.substr(colon + 1))));
+    if (r.headers.size() > 100) {
+      why = "too many headers";
+      return 431;
+    }
+  }
+  if (!r.header("Transfer-Encoding").empty()) {
+    why = "chunked bodies are not accepted, send Content-Length";
+    return 411;
+  }
+  info.bodyLen = 0;
+  std::string cl = r.header("Content-Length");
+  if (!cl.empty()) {
+    auto v = parseU64(cl);
+    if (!v) {
+      why = "bad Content-Length";
+      return 400;
+    }
+    info.bodyLen = *v > kMaxBodyBytes + 1 ? kMaxBodyBytes + 1 : *v;
+  }
+  std::string conn = r.header("Connection");
+  info.keepAlive = version == "HTTP/1.1" ? !iequals(conn, "close") : iequals(conn, "keep-alive");
+  return 0;
+}
+
+}  // namespace http
+
 struct HttpServer::Impl {
   struct Conn {
     int fd = -1;
@@ -592,71 +660,14 @@ struct HttpServer::Impl {
     }
   }
 
-  /// Fills c.req from the head (without the blank line). 0, or the status
-  /// to refuse it with.
+  /// Fills c.req, c.bodyLen and c.keepAlive from the head (without the
+  /// blank line). 0, or the status to refuse it with.
   int parseHead(Conn& c, std::string_view head, std::string& why) {
-    http::Request& r = c.req;
-    r.headers.clear();
-    r.body.clear();
-    size_t eol = head.find("\r\n");
-    std::string_view line = head.substr(0, eol);
-    size_t sp1 = line.find(' ');
-    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
-      why = "malformed request line";
-      return 400;
-    }
-    std::string_view method = line.substr(0, sp1);
-    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    std::string_view version = line.substr(sp2 + 1);
-    for (char ch : method) {
-      if (ch < 'A' || ch > 'Z') {
-        why = "malformed method";
-        return 400;
-      }
-    }
-    if (method.empty() || target.empty() || target.front() != '/' ||
-        (version != "HTTP/1.1" && version != "HTTP/1.0")) {
-      why = "malformed request line";
-      return 400;
-    }
-    r.method = std::string(method);
-    size_t q = target.find('?');
-    r.path = decodePath(target.substr(0, q));
-    r.query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
-    std::string_view rest = eol == std::string_view::npos ? std::string_view{} : head.substr(eol + 2);
-    while (!rest.empty()) {
-      size_t e = rest.find("\r\n");
-      std::string_view h = rest.substr(0, e);
-      rest = e == std::string_view::npos ? std::string_view{} : rest.substr(e + 2);
-      size_t colon = h.find(':');
-      if (colon == std::string_view::npos || colon == 0 || h.front() == ' ' || h.front() == '\t') {
-        why = "malformed header";
-        return 400;
-      }
-      r.headers.emplace_back(std::string(h.substr(0, colon)), std::string(trim(h.substr(colon + 1))));
-      if (r.headers.size() > 100) {
-        why = "too many headers";
-        return 431;
-      }
-    }
-    if (!r.header("Transfer-Encoding").empty()) {
-      why = "chunked bodies are not accepted, send Content-Length";
-      return 411;
-    }
-    c.bodyLen = 0;
-    std::string cl = r.header("Content-Length");
-    if (!cl.empty()) {
-      auto v = parseU64(cl);
-      if (!v) {
-        why = "bad Content-Length";
-        return 400;
-      }
-      c.bodyLen = *v > http::kMaxBodyBytes + 1 ? http::kMaxBodyBytes + 1 : *v;
-    }
-    std::string conn = r.header("Connection");
-    c.keepAlive = version == "HTTP/1.1" ? !iequals(conn, "close") : iequals(conn, "keep-alive");
-    return 0;
+    http::HeadInfo info;
+    int status = http::parseRequestHead(head, c.req, info, why);
+    c.bodyLen = info.bodyLen;
+    c.keepAlive = info.keepAlive;
+    return status;
   }
 
   void handOff(int fd) {
@@ -718,19 +729,16 @@ struct HttpServer::Impl {
     resp.contentType = "application/json";
     resp.compressible = false;
     resp.body.clear();  // keeps its capacity for the next scrape
-    std::string_view extra;
+    resp.headers.clear();
     if (nowMs() - job.enqueued > opts.queueWaitMs) {
       ++refused[kQueueWait];
       http::replyError(resp, 503, "too many requests at once, retry later");
       c.keepAlive = false;
-    } else if (opts.authorize && !opts.authorize(c.req)) {
-      resp.status = 401;
-      resp.contentType = "text/plain; charset=utf-8";
-      resp.body = "401 Unauthorized\n";
-      extra = "WWW-Authenticate: Basic realm=\"memcg_exporter\"\r\n";
     } else {
       http::dispatch(routes, c.req, resp);
     }
+    std::string extra = opts.responseHeaders ? opts.responseHeaders() : std::string();
+    for (const auto& [name, value] : resp.headers) extra += name + ": " + value + "\r\n";
     int64_t deadline = nowMs() + opts.writeTimeoutMs;
     bool ok;
     const std::string& ae = c.req.header("Accept-Encoding");
@@ -738,7 +746,7 @@ struct HttpServer::Impl {
         gzipCompress(resp.body, opts.gzipLevel, b->gz)) {
       ok = writeAll(c.fd, c.ssl,
                     responseHead(resp.status, resp.contentType, b->gz.size(), c.keepAlive,
-                                 "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"),
+                                 extra + "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"),
                     deadline) &&
            writeAll(c.fd, c.ssl, b->gz, deadline);
     } else {

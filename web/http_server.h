@@ -52,6 +52,23 @@
 
 namespace memcg {
 
+namespace http {
+
+/// What the head says about the rest of the request.
+struct HeadInfo {
+  size_t bodyLen = 0;  ///< Content-Length, capped at kMaxBodyBytes + 1
+  bool keepAlive = true;
+};
+
+/// The server's request head parser, callable without a socket (fuzzed by
+/// tests/fuzz/fuzz_http_parser.cpp): `head` is the request line and the
+/// headers without the blank line. Fills `req` (method, URL-decoded path,
+/// raw query, headers; body cleared) and `info`. 0, or the status to refuse
+/// it with (400 malformed, 411 chunked, 431 too many headers), `why` set.
+int parseRequestHead(std::string_view head, Request& req, HeadInfo& info, std::string& why);
+
+}  // namespace http
+
 struct HttpServerOptions {
   std::string listenAddress = ":9712";  ///< [host]:port, port 0 = any
   int threads = 4;                      ///< workers = requests handled at once
@@ -62,9 +79,10 @@ struct HttpServerOptions {
   int writeTimeoutMs = 30000;       ///< a client that stops reading the answer
   int maxConnections = 4096;
   int queueWaitMs = 2000;  ///< a complete request waits this long for a worker
-  /// If set, a request it refuses is answered 401 with a Basic challenge
-  /// (--web.config.file's basic_auth_users, web_config.h). Runs on a worker.
-  std::function<bool(const http::Request&)> authorize;
+  /// If set, header lines ("Name: value\r\n" each) added to every answer
+  /// (--web.config.file's http_server_config.headers). Runs on a worker.
+  /// Auth is not the server's: dispatch() applies the routes' policy.
+  std::function<std::string()> responseHeaders;
   /// If set, every connection speaks TLS (--web.config.file's
   /// tls_server_config): asked once per accepted connection for the current
   /// context (which a reload may replace). Runs on the front thread.

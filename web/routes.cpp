@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/log.h"
+#include "web/auth.h"
 
 namespace memcg::http {
 namespace {
@@ -84,6 +85,10 @@ std::string Routes::methodsFor(std::string_view path) const {
 
 void dispatch(const Routes& routes, const Request& req, Response& resp) {
   const Route* r = routes.find(req.method, req.path);
+  // Unknown paths and other methods are refused as any route would be, so
+  // an unauthenticated client learns nothing about which paths exist.
+  if (routes.auth() && routes.auth()->refuse(req, r ? r->access : Access::kWebConfig, resp))
+    return;
   if (!r) {
     std::string allowed = routes.methodsFor(req.path);
     if (allowed.empty()) return notFound(req, resp);
@@ -161,6 +166,8 @@ std::string_view statusText(int status) {
       return "Length Required";
     case 413:
       return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

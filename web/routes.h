@@ -6,7 +6,8 @@
 // ({"error": "..."}), one JSON serialiser that never throws (invalid UTF-8
 // becomes U+FFFD), and the one request-body limit. Handlers are thin:
 // validate, call one part, render. They are plain functions of Request, so
-// they are tested without HTTP.
+// they are tested without HTTP. Handlers hold no auth code: a row declares
+// what it needs (Access) and dispatch() asks the one policy (web/auth.h).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,10 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace memcg::web {
+class AuthPolicy;
+}
 
 namespace memcg::http {
 
@@ -41,6 +46,15 @@ struct Response {
   std::string contentType = "application/json";
   /// The server may gzip it when the client accepts gzip (/metrics).
   bool compressible = false;
+  /// Further response headers (e.g. a 401's WWW-Authenticate).
+  std::vector<std::pair<std::string, std::string>> headers{};
+};
+
+/// What a route needs before its handler runs (web/auth.h applies it).
+enum class Access {
+  kWebConfig,  ///< --web.config.file's basic auth when it has users (every route)
+  kTokenRead,  ///< that, or the bearer token; the token too when one is configured
+  kToken,      ///< that, or the bearer token; the token always (refused without one)
 };
 
 using Handler = std::function<void(const Request&, Response&)>;
@@ -49,6 +63,7 @@ struct Route {
   std::string method;  ///< "GET", "POST"
   std::string path;    ///< exact match; a trailing '*' matches any longer path with that prefix
   Handler handler;
+  Access access = Access::kWebConfig;
 };
 
 class Routes {
@@ -61,11 +76,18 @@ class Routes {
   /// The methods registered for `path`, comma-separated; empty if none.
   std::string methodsFor(std::string_view path) const;
 
+  /// The policy dispatch() applies to every request (null: none, as in
+  /// handler tests). Not owned; must outlive the routes' use.
+  void setAuth(const web::AuthPolicy* policy) { auth_ = policy; }
+  const web::AuthPolicy* auth() const { return auth_; }
+
  private:
   std::vector<Route> routes_;
+  const web::AuthPolicy* auth_ = nullptr;
 };
 
-/// Routes a request: the handler's answer, 404 for an unknown path (JSON
+/// Routes a request: the auth policy's refusal (401/403/429, before
+/// anything else, unknown paths included), the handler's answer, 404 for an unknown path (JSON
 /// under /api/, text elsewhere), 405 for a known path with another method,
 /// 413 for a body above kMaxBodyBytes, 500 if the handler throws (logged).
 void dispatch(const Routes& routes, const Request& req, Response& resp);

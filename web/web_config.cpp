@@ -5,13 +5,18 @@
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
-#include <filesystem>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 
 #include "common/constant_time.h"
+#include "common/duration.h"
 #include "common/file.h"
 #include "common/log.h"
 
@@ -77,6 +82,97 @@ Result<std::vector<std::string>> stringList(const YAML::Node& n, const std::stri
   return out;
 }
 
+std::string unknownKey(const std::string& key) {
+  return "unknown key " + key +
+         " (refused: it may be a security setting this exporter would not apply)";
+}
+
+bool isToken(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(ch) != std::string_view::npos;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+/// http_server_config: headers (any header name but the ones the server
+/// writes itself), http2 (accepted; only HTTP/1.1 is served).
+Status parseHttpServer(const YAML::Node& node, WebConfig& c) {
+  if (!node.IsMap()) return bad("http_server_config must be a mapping");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (key == "http2") {
+      auto s = scalar(v);
+      if (!v.IsNull() && (!s || (*s != "true" && *s != "false")))
+        return bad("http_server_config.http2 must be true or false");
+      if (s && *s == "true") c.ignored.push_back("http_server_config.http2");
+    } else if (key == "headers") {
+      if (v.IsNull()) continue;
+      if (!v.IsMap()) return bad("http_server_config.headers must map header names to values");
+      for (const auto& h : v) {
+        const std::string name = h.first.Scalar();
+        auto value = scalar(h.second);
+        if (name.empty() || !std::all_of(name.begin(), name.end(), isToken))
+          return bad("http_server_config.headers: bad header name " + log::quote(name));
+        // The server's own framing and auth headers: a second copy would
+        // make the answer ambiguous to the client (or to a proxy before it).
+        for (std::string_view own : {"Content-Type", "Content-Length", "Content-Encoding",
+                                     "Transfer-Encoding", "Connection", "Vary",
+                                     "WWW-Authenticate", "Keep-Alive"}) {
+          if (iequal(name, own))
+            return bad("http_server_config.headers: " + name + " is set by the server");
+        }
+        if (!value || value->find_first_of("\r\n") != std::string::npos)
+          return bad("http_server_config.headers." + name + ": want one line of text");
+        if (value->empty()) continue;  // exporter-toolkit: unset if blank
+        c.headers.emplace_back(name, *value);
+      }
+    } else {
+      return bad(unknownKey("http_server_config." + key));
+    }
+  }
+  return Ok{};
+}
+
+/// rate_limit: interval (a duration; 0 = off) and burst (>= 1 when on).
+Status parseRateLimit(const YAML::Node& node, WebConfig& c) {
+  if (!node.IsMap()) return bad("rate_limit must be a mapping");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    auto s = scalar(kv.second);
+    if (key == "interval") {
+      int64_t ms = 0;
+      if (!s || !parseDurationMs(*s, ms))
+        return bad("rate_limit.interval: want a duration like 1s or 100ms");
+      c.rateLimit.intervalMs = ms;
+    } else if (key == "burst") {
+      int64_t n = -1;
+      if (s) {
+        char* end = nullptr;
+        errno = 0;
+        n = std::strtoll(s->c_str(), &end, 10);
+        if (s->empty() || *end != '\0' || errno != 0) n = -1;
+      }
+      if (n < 0 || n > 1000000) return bad("rate_limit.burst: want an integer 0..1000000");
+      c.rateLimit.burst = n;
+    } else {
+      return bad(unknownKey("rate_limit." + key));
+    }
+  }
+  // A bucket that never holds a token would refuse every request.
+  if (c.rateLimit.intervalMs > 0 && c.rateLimit.burst < 1)
+    return bad("rate_limit.burst must be at least 1 when rate_limit.interval is set");
+  return Ok{};
+}
+
 Result<TlsServerConfig> parseTls(const YAML::Node& node) {
   TlsServerConfig t;
   if (!node.IsMap()) return bad("tls_server_config must be a mapping");
@@ -85,6 +181,9 @@ Result<TlsServerConfig> parseTls(const YAML::Node& node) {
     const YAML::Node& v = kv.second;
     std::string* str = key == "cert_file"          ? &t.certFile
                        : key == "key_file"         ? &t.keyFile
+                       : key == "cert"             ? &t.cert
+                       : key == "key"              ? &t.key
+                       : key == "client_ca"        ? &t.clientCa
                        : key == "client_auth_type" ? &t.clientAuthType
                        : key == "client_ca_file"   ? &t.clientCaFile
                        : key == "min_version"      ? &t.minVersion
@@ -95,20 +194,20 @@ Result<TlsServerConfig> parseTls(const YAML::Node& node) {
       auto s = scalar(v);
       if (!s) return bad("tls_server_config." + key + " must be a string");
       *str = *s;
-    } else if (key == "cipher_suites" || key == "curve_preferences") {
+    } else if (key == "cipher_suites" || key == "curve_preferences" ||
+               key == "client_allowed_sans") {
       auto l = stringList(v, key);
       if (!l) return l.error();
-      (key == "cipher_suites" ? t.cipherSuites : t.curvePreferences) = std::move(*l);
+      (key == "cipher_suites"       ? t.cipherSuites
+       : key == "curve_preferences" ? t.curvePreferences
+                                    : t.clientAllowedSans) = std::move(*l);
     } else if (key == "prefer_server_cipher_suites") {
       auto s = scalar(v);
       if (!s || (*s != "true" && *s != "false"))
         return bad("tls_server_config.prefer_server_cipher_suites must be true or false");
       t.preferServerCipherSuites = *s == "true";
-    } else if (key == "client_allowed_sans") {
-      return bad("tls_server_config.client_allowed_sans is not supported (verify clients "
-                 "with client_ca_file)");
     } else {
-      return bad("tls_server_config: unknown key " + key);
+      return bad(unknownKey("tls_server_config." + key));
     }
   }
   if (auto ok = validateTlsConfig(t); !ok) return ok.error();
@@ -158,9 +257,13 @@ Result<WebConfig> parseWebConfig(std::string_view text) {
       if (!t) return t.error();
       c.tls = std::move(*t);
     } else if (key == "http_server_config") {
-      return bad("http_server_config is not supported");
+      if (kv.second.IsNull()) continue;
+      if (auto st = parseHttpServer(kv.second, c); !st) return st.error();
+    } else if (key == "rate_limit") {
+      if (kv.second.IsNull()) continue;
+      if (auto st = parseRateLimit(kv.second, c); !st) return st.error();
     } else {
-      return bad("unknown key " + key);
+      return bad(unknownKey(key));
     }
   }
   return c;
@@ -216,9 +319,58 @@ WebAuth::WebAuth(std::string path) : path_(std::move(path)) {
     if (!t) throw std::invalid_argument("--web.config.file: " + t.error().message());
     tls_ = std::move(*t);
   }
-  config_ = std::move(*c);
+  apply(std::move(*c));
   stamps_ = stamps();
   lastCheckMs_ = nowMs();
+}
+
+void WebAuth::apply(WebConfig c) {
+  config_ = std::move(c);
+  headerLines_.clear();
+  for (const auto& [name, value] : config_.headers) headerLines_ += name + ": " + value + "\r\n";
+  for (const auto& key : config_.ignored) {
+    if (std::find(loggedIgnored_.begin(), loggedIgnored_.end(), key) != loggedIgnored_.end())
+      continue;
+    loggedIgnored_.push_back(key);
+    log::info("web config key accepted but not acted on",
+              "key=" + key + (key == "http_server_config.http2"
+                                  ? " reason=\"HTTP/2 is not served; clients use HTTP/1.1\""
+                                  : ""));
+  }
+}
+
+bool RateLimiter::admit(const RateLimit& limit, int64_t now) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!(limit == limit_)) {  // a new limit (or the first): a full bucket
+    limit_ = limit;
+    tokens_ = static_cast<double>(limit.burst);
+    lastMs_ = now;
+  }
+  if (limit_.intervalMs <= 0) return true;
+  if (now > lastMs_) {
+    tokens_ = std::min(static_cast<double>(limit_.burst),
+                       tokens_ + static_cast<double>(now - lastMs_) /
+                                     static_cast<double>(limit_.intervalMs));
+    lastMs_ = now;
+  }
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
+bool WebAuth::admit() {
+  RateLimit limit;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    maybeReload();
+    limit = config_.rateLimit;
+  }
+  return limiter_.admit(limit, nowMs());
+}
+
+std::string WebAuth::responseHeaders() {
+  std::lock_guard<std::mutex> g(mu_);
+  return headerLines_;
 }
 
 void WebAuth::maybeReload() {
@@ -249,7 +401,7 @@ void WebAuth::maybeReload() {
                "err=" + log::quote(c.error().message()));
     return;
   }
-  config_ = std::move(*c);
+  apply(std::move(*c));
   stamps_ = stamps();  // the new version may name other files
   if (tls) tls_ = std::move(tls);
   cache_.clear();
@@ -272,7 +424,6 @@ bool WebAuth::allowed(const http::Request& req) {
     maybeReload();
     if (config_.basicAuthUsers.empty()) return true;
     std::string h = req.header("Authorization");
-    if (req.path.starts_with("/api/v1/controller/") && h.starts_with("Bearer ")) return true;
     if (!h.starts_with("Basic ")) return false;
     bool ok = false;
     std::string plain = base64Decode(std::string_view(h).substr(6), ok);

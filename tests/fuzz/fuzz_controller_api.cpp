@@ -1,5 +1,5 @@
-// The controller API's request handling (web/api/v1/controller.h): bearer-token
-// check, the protect/unprotect JSON bodies (cgroup label, byte and percent
+// The controller API's request handling (web/api/v1/controller.h) behind the
+// route table and its auth policy (web/auth.h): bearer-token check, the protect/unprotect JSON bodies (cgroup label, byte and percent
 // margins, floor) and the Controller's validation behind them, on a v1 and a
 // v2 fixture tree built in a scratch directory. The controller's threads are
 // not started, so nothing is ever written to a cgroup.
@@ -14,6 +14,7 @@
 
 #include "cgroupfs/discovery.h"
 #include "web/api/v1/controller.h"
+#include "web/auth.h"
 #include "controller/controller.h"
 #include "tests/support/fuzz_support.h"
 
@@ -30,6 +31,8 @@ struct Setup {
   std::unique_ptr<WalkScheduler> walks[2];
   std::unique_ptr<Controller> controller[2];
   std::unique_ptr<ControllerApi> api[2];
+  web::AuthPolicy policy{nullptr, "s3cret"};
+  http::Routes routes[2];
 };
 Setup* setup;
 
@@ -96,7 +99,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     o.allow = "/(a|b|unlim)(/.*)?";
     o.journal = setup->dir.path(i == 0 ? "journal_v1" : "journal_v2");
     setup->controller[i] = std::make_unique<Controller>(o, *setup->walks[i]);
-    setup->api[i] = std::make_unique<ControllerApi>(setup->controller[i].get(), "s3cret");
+    setup->api[i] = std::make_unique<ControllerApi>(setup->controller[i].get());
+    setup->api[i]->registerRoutes(setup->routes[i]);
+    setup->routes[i].setAuth(&setup->policy);
   }
   return 0;
 }
@@ -108,11 +113,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auth = std::string(in.substr(0, nul));
     body = std::string(in.substr(nul + 1));
   }
-  const ControllerApi& api = *setup->api[body.size() & 1];
-  HttpResult p = api.handleProtect(body, auth);
+  const http::Routes& routes = setup->routes[body.size() & 1];
+  auto serve = [&](const char* method, const char* path) {
+    http::Request q;
+    q.method = method;
+    q.path = path;
+    q.body = body;
+    q.headers.emplace_back("Authorization", auth);
+    return http::dispatch(routes, q);
+  };
+  HttpResult p = serve("POST", "/api/v1/controller/protect");
   checkReply(p);
-  checkReply(api.handleState(auth));
-  HttpResult u = api.handleUnprotect(body, auth);
+  checkReply(serve("GET", "/api/v1/controller/state"));
+  HttpResult u = serve("POST", "/api/v1/controller/unprotect");
   checkReply(u);
   if (p.status == 200) FUZZ_CHECK(u.status == 200);
   metrics::Sink sink;

@@ -1,6 +1,5 @@
 // memcgtool: the companion tool installed beside memcg_exporter (like
 // promtool beside Prometheus).
-#include <curl/curl.h>
 
 #include <cstring>
 #include <iostream>
@@ -76,10 +75,7 @@ int main(int argc, char** argv) {
     return memcg::tool::checkRulesMain(argc - 3, argv + 3, std::cout);
   }
   if (std::strcmp(argv[1], "query") == 0) {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    int rc = memcg::tool::queryMain(argc - 2, argv + 2, std::cout, std::cerr);
-    curl_global_cleanup();
-    return rc;
+    return memcg::tool::queryMain(argc - 2, argv + 2, std::cout, std::cerr);
   }
   if (std::strcmp(argv[1], "--version") == 0) {
     std::cout << "memcgtool, version " << memcg::kVersion << " (revision: " << memcg::kRevision

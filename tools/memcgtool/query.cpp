@@ -1,27 +1,18 @@
 #include "tools/memcgtool/query.h"
 
-#include <curl/curl.h>
-
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <vector>
 
+#include "common/http_client.h"
 #include "promql/labels.h"
 
 namespace memcg::tool {
 namespace {
 
-size_t collect(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-std::string escape(CURL* c, const std::string& s) {
-  char* e = curl_easy_escape(c, s.c_str(), static_cast<int>(s.size()));
-  std::string out = e ? e : "";
-  curl_free(e);
-  return out;
-}
+/// A query answer larger than this is refused rather than buffered.
+constexpr size_t kMaxAnswerBytes = 256u << 20;
+constexpr int64_t kTimeoutMs = 120000;
 
 std::string metricString(const nlohmann::json& metric) {
   std::string name;
@@ -118,36 +109,29 @@ int queryMain(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   if (pos.size() != 2) return usage();
   if (mode == "range" && (start.empty() || end.empty())) return usage();
-  CURL* c = curl_easy_init();
-  if (c == nullptr) {
-    err << "memcgtool: curl_easy_init failed\n";
-    return 1;
+  auto base = parseClientUrl(pos[0]);
+  if (!base.ok()) {
+    err << "memcgtool: " << pos[0] << ": " << base.error().detail << "\n";
+    return 2;
   }
-  std::string base = pos[0];
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  std::string url = base + (mode == "instant" ? "/api/v1/query" : "/api/v1/query_range") +
-                    "?query=" + escape(c, pos[1]);
-  if (mode == "instant" && !time.empty()) url += "&time=" + escape(c, time);
+  std::string path = base->path == "/" ? std::string() : base->path;
+  path += std::string(mode == "instant" ? "/api/v1/query" : "/api/v1/query_range") +
+          "?query=" + queryEscape(pos[1]);
+  if (mode == "instant" && !time.empty()) path += "&time=" + queryEscape(time);
   if (mode == "range") {
-    url += "&start=" + escape(c, start) + "&end=" + escape(c, end);
-    url += "&step=" + escape(c, step.empty() ? "15s" : step);
+    path += "&start=" + queryEscape(start) + "&end=" + queryEscape(end);
+    path += "&step=" + queryEscape(step.empty() ? "15s" : step);
   }
-  std::string body;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(c);
-  if (rc != CURLE_OK) {
-    err << "memcgtool: " << url << ": " << curl_easy_strerror(rc) << "\n";
+  // The one outbound client (common/http_client.h), without TLS or auth options.
+  HttpClient client{HttpClientConfig{}};
+  auto reply = client.get(*base, path, kTimeoutMs, kMaxAnswerBytes);
+  if (!reply.ok()) {
+    err << "memcgtool: " << base->text << path << ": " << reply.error().detail << "\n";
     return 1;
   }
   std::string text;
-  if (!renderQueryResponse(body, text)) {
-    err << "memcgtool: query failed (HTTP " << status << "): " << text << "\n";
+  if (!renderQueryResponse(reply->body, text)) {
+    err << "memcgtool: query failed (HTTP " << reply->status << "): " << text << "\n";
     return 1;
   }
   out << text;

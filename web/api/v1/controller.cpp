@@ -1,23 +1,11 @@
 #include "web/api/v1/controller.h"
 
-#include "common/file.h"
-
-#include <fstream>
 #include <stdexcept>
 
-#include "common/constant_time.h"
 #include "common/log.h"
 
 namespace memcg::controller {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
 
 /// A non-negative integer field; false with `why` set when present but bad.
 bool uintField(const nlohmann::json& j, const char* name, bool required, uint64_t& out,
@@ -105,43 +93,11 @@ int statusFor(ErrorKind k) {
   return 500;
 }
 
-ControllerApi::ControllerApi(Controller* controller, std::string token)
-    : controller_(controller), token_(std::move(token)) {}
-
-std::string ControllerApi::readTokenFile(const std::string& path) {
-  auto text = readWholeFile(path);
-  if (!text.ok()) {
-    throw std::runtime_error("--controller.token-file: cannot read: " + text.error().message());
-  }
-  std::string_view first = *text;
-  first = first.substr(0, first.find('\n'));
-  std::string t(trim(first));
-  if (t.empty()) throw std::runtime_error("--controller.token-file: empty token in " + path);
-  return t;
-}
-
-std::optional<HttpResult> ControllerApi::authorize(const std::string& authHeader,
-                                                   bool mutating) const {
-  if (token_.empty()) {
-    if (mutating) return http::jsonError(403, "mutating endpoints need --controller.token-file");
-    return std::nullopt;
-  }
-  std::string_view h = trim(authHeader);
-  constexpr std::string_view kBearer = "Bearer ";
-  if (h.size() <= kBearer.size() || h.substr(0, kBearer.size()) != kBearer) {
-    return http::jsonError(401, "missing or malformed Authorization: Bearer <token>");
-  }
-  if (!constantTimeEquals(trim(h.substr(kBearer.size())), token_)) {
-    return http::jsonError(403, "invalid token");
-  }
-  return std::nullopt;
-}
+ControllerApi::ControllerApi(Controller* controller) : controller_(controller) {}
 
 template <typename Fn>
-HttpResult ControllerApi::endpoint(const std::string& authHeader, bool mutating,
-                                   const std::string* body, Fn&& fn) const {
+HttpResult ControllerApi::endpoint(const std::string* body, Fn&& fn) const {
   if (!controller_) return http::jsonError(503, "controller disabled (--controller.enable)");
-  if (auto e = authorize(authHeader, mutating)) return *e;
   if (!body) return fn(nullptr);
   std::string why;
   auto j = parseObject(*body, why);
@@ -149,9 +105,8 @@ HttpResult ControllerApi::endpoint(const std::string& authHeader, bool mutating,
   return fn(&*j);
 }
 
-HttpResult ControllerApi::handleProtect(const std::string& body,
-                                        const std::string& authHeader) const {
-  return endpoint(authHeader, true, &body, [&](const nlohmann::json* j) {
+HttpResult ControllerApi::handleProtect(const std::string& body) const {
+  return endpoint(&body, [&](const nlohmann::json* j) {
     std::string why;
     Protection p;
     if (!cgroupField(*j, p.cgroup, why) ||
@@ -183,9 +138,8 @@ HttpResult ControllerApi::handleProtect(const std::string& body,
   });
 }
 
-HttpResult ControllerApi::handleUnprotect(const std::string& body,
-                                          const std::string& authHeader) const {
-  return endpoint(authHeader, true, &body, [&](const nlohmann::json* j) {
+HttpResult ControllerApi::handleUnprotect(const std::string& body) const {
+  return endpoint(&body, [&](const nlohmann::json* j) {
     std::string why, cgroup;
     if (!cgroupField(*j, cgroup, why)) return http::jsonError(400, why);
     if (auto err = controller_->unprotect(cgroup)) {
@@ -197,8 +151,8 @@ HttpResult ControllerApi::handleUnprotect(const std::string& body,
   });
 }
 
-HttpResult ControllerApi::handleState(const std::string& authHeader) const {
-  return endpoint(authHeader, false, nullptr, [&](const nlohmann::json*) {
+HttpResult ControllerApi::handleState() const {
+  return endpoint(nullptr, [&](const nlohmann::json*) {
     HttpResult r;
     http::replyJson(r, controller_->state());
     return r;
@@ -207,16 +161,14 @@ HttpResult ControllerApi::handleState(const std::string& authHeader) const {
 
 void ControllerApi::registerRoutes(http::Routes& routes) const {
   routes.add({"POST", "/api/v1/controller/protect",
-              [this](const http::Request& q, http::Response& r) {
-                r = handleProtect(q.body, q.header("Authorization"));
-              }});
+              [this](const http::Request& q, http::Response& r) { r = handleProtect(q.body); },
+              http::Access::kToken});
   routes.add({"POST", "/api/v1/controller/unprotect",
-              [this](const http::Request& q, http::Response& r) {
-                r = handleUnprotect(q.body, q.header("Authorization"));
-              }});
-  routes.add({"GET", "/api/v1/controller/state", [this](const http::Request& q, http::Response& r) {
-                r = handleState(q.header("Authorization"));
-              }});
+              [this](const http::Request& q, http::Response& r) { r = handleUnprotect(q.body); },
+              http::Access::kToken});
+  routes.add({"GET", "/api/v1/controller/state",
+              [this](const http::Request&, http::Response& r) { r = handleState(); },
+              http::Access::kTokenRead});
 }
 
 }  // namespace memcg::controller

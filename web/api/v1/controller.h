@@ -1,7 +1,8 @@
 // JSON handlers for /api/v1/controller/..., registered as rows of the route
 // table (web/routes.h). Thin: validate, call the Controller, render its
-// answer; the preamble they share (503 while disabled, the bearer token, a
-// JSON object body) is one wrapper (api.cpp endpoint()).
+// answer; the preamble they share (503 while disabled, a JSON object body)
+// is one wrapper (endpoint()). Auth is the route table's (web/auth.h): the
+// rows declare the bearer token.
 //
 //   POST /api/v1/controller/protect    {"cgroup":"/a","start_margin_bytes":N,
 //                                       "target_margin_bytes":M[,"floor_bytes":F]}
@@ -29,35 +30,24 @@ using HttpResult = http::Response;
 
 class ControllerApi {
  public:
-  /// `controller` null = disabled (every endpoint answers 503). `token`
-  /// empty = mutating endpoints refused.
-  ControllerApi(Controller* controller, std::string token);
+  /// `controller` null = disabled (every endpoint answers 503).
+  explicit ControllerApi(Controller* controller);
 
-  /// Reads a token file: the first line, trimmed. Throws std::runtime_error
-  /// if it cannot be read or is empty (start-up only).
-  static std::string readTokenFile(const std::string& path);
+  HttpResult handleProtect(const std::string& body) const;
+  HttpResult handleUnprotect(const std::string& body) const;
+  HttpResult handleState() const;
 
-  HttpResult handleProtect(const std::string& body, const std::string& authHeader) const;
-  HttpResult handleUnprotect(const std::string& body, const std::string& authHeader) const;
-  HttpResult handleState(const std::string& authHeader) const;
-
-  /// POST protect, POST unprotect, GET state under /api/v1/controller/.
+  /// POST protect, POST unprotect (Access::kToken), GET state
+  /// (Access::kTokenRead) under /api/v1/controller/.
   void registerRoutes(http::Routes& routes) const;
 
-  /// nullopt when authorized (the bearer token; also used by the rules'
-  /// POST /-/reload and the Alertmanager webhook).
-  std::optional<HttpResult> authorize(const std::string& authHeader, bool mutating) const;
-
  private:
-  /// The shared preamble: 503 while disabled, authorize, and for a mutating
-  /// endpoint parse `body` as a JSON object; then `fn(body object or null)`.
+  /// The shared preamble: 503 while disabled, and for a mutating endpoint
+  /// parse `body` as a JSON object; then `fn(body object or null)`.
   template <typename Fn>
-  HttpResult endpoint(const std::string& authHeader, bool mutating, const std::string* body,
-                      Fn&& fn) const;
-
+  HttpResult endpoint(const std::string* body, Fn&& fn) const;
 
   Controller* controller_;
-  std::string token_;
 };
 
 int statusFor(ErrorKind k);

@@ -14,14 +14,9 @@ constexpr size_t kMaxFingerprints = 10000;
 
 }  // namespace
 
-RulesApi::RulesApi(Manager& manager, Actions& actions, const controller::ControllerApi& auth)
-    : manager_(manager), actions_(actions), auth_(auth) {}
+RulesApi::RulesApi(Manager& manager, Actions& actions) : manager_(manager), actions_(actions) {}
 
-http::Response RulesApi::handleWebhook(const std::string& body, const std::string& authHeader) {
-  if (auto e = auth_.authorize(authHeader, /*mutating=*/true)) {
-    log::warn("alertmanager webhook refused", "status=" + std::to_string(e->status));
-    return *e;
-  }
+http::Response RulesApi::handleWebhook(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return http::jsonError(400, "body is not a JSON object");
   if (!j.contains("version") || !j["version"].is_string() || j["version"] != "4")
@@ -76,8 +71,7 @@ http::Response RulesApi::handleWebhook(const std::string& body, const std::strin
   return resp;
 }
 
-http::Response RulesApi::handleReload(const std::string& authHeader) {
-  if (auto e = auth_.authorize(authHeader, /*mutating=*/true)) return *e;
+http::Response RulesApi::handleReload() {
   auto s = manager_.reload();
   if (!s.ok())
     return http::jsonError(500, "reload failed, old rules kept: " + s.error().path + ": " +
@@ -97,12 +91,12 @@ void RulesApi::registerRoutes(http::Routes& routes) {
   routes.add({"GET", "/api/v1/alerts", [this](const http::Request&, http::Response& r) {
                 http::replyJson(r, manager_.alertsJson());
               }});
-  routes.add({"POST", "/-/reload", [this](const http::Request& q, http::Response& r) {
-                r = handleReload(q.header("Authorization"));
-              }});
-  routes.add({"POST", "/api/v1/alertmanager", [this](const http::Request& q, http::Response& r) {
-                r = handleWebhook(q.body, q.header("Authorization"));
-              }});
+  routes.add({"POST", "/-/reload",
+              [this](const http::Request&, http::Response& r) { r = handleReload(); },
+              http::Access::kToken});
+  routes.add({"POST", "/api/v1/alertmanager",
+              [this](const http::Request& q, http::Response& r) { r = handleWebhook(q.body); },
+              http::Access::kToken});
 }
 
 }  // namespace memcg::rules

@@ -2,18 +2,19 @@
 //
 //   GET  /api/v1/rules[?type=alert|record]   Prometheus' shape
 //   GET  /api/v1/alerts                      Prometheus' shape
-//   POST /-/reload                           reload --rules.file (bearer token);
-//                                            500 with the reason when a file is bad
+//   POST /-/reload                           reload --rules.file (bearer token,
+//                                            Access::kToken); 500 with the
+//                                            reason when a file is bad
 //   POST /api/v1/alertmanager                Alertmanager's webhook (payload
-//                                            version 4, bearer token)
+//                                            version 4, Access::kToken)
 //
 // The webhook: each alert of the payload with `action: protect` is handed to
 // Actions (firing protects, resolved starts the hold); alerts are
 // deduplicated by fingerprint (a repeated notification of the same state is
 // not applied again). Answers 200 with {"results": [{fingerprint, status,
 // cgroup, result}]} (refusals included: Alertmanager must not retry them),
-// 400 for a payload that is not version 4, 401/403 for the token, 413 above
-// the route table's body limit.
+// 400 for a payload that is not version 4; the route table answers 401/403
+// for the token (web/auth.h) and 413 above its body limit.
 #pragma once
 
 #include <functional>
@@ -21,7 +22,6 @@
 #include <mutex>
 #include <string>
 
-#include "web/api/v1/controller.h"
 #include "web/routes.h"
 #include "rules/actions.h"
 #include "rules/manager.h"
@@ -30,17 +30,15 @@ namespace memcg::rules {
 
 class RulesApi {
  public:
-  /// `auth` checks the bearer token (the controller's token).
-  RulesApi(Manager& manager, Actions& actions, const controller::ControllerApi& auth);
+  RulesApi(Manager& manager, Actions& actions);
 
-  http::Response handleWebhook(const std::string& body, const std::string& authHeader);
-  http::Response handleReload(const std::string& authHeader);
+  http::Response handleWebhook(const std::string& body);
+  http::Response handleReload();
   void registerRoutes(http::Routes& routes);
 
  private:
   Manager& manager_;
   Actions& actions_;
-  const controller::ControllerApi& auth_;
   std::mutex mu_;
   std::map<std::string, std::string> seen_;  // fingerprint -> status last applied
 };

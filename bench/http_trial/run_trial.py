@@ -471,6 +471,30 @@ def main():
                     fails.append(f"RSS per {what} connection {r[k]['rss_per_conn_kib']:.1f} KiB"
                                  f" > 2x ours ({ours[k]['rss_per_conn_kib']:.1f} KiB)")
         print(f"  {names[n]}: " + ("holds every bound" if not fails else "FAILS: " + "; ".join(fails)))
+    print("\nThe other hostile tests, where a server differs from what ours does (408, 411/413, 431,"
+          " 503 over the cap and after the queue wait, deadlines that a trickle does not extend):")
+    for n in cols:
+        r, d = res[n], []
+        if r["loris"]["held_after_2x_timeout"] > r["loris"]["opened"] // 10:
+            d.append(f"{r['loris']['held_after_2x_timeout']} trickled partial heads still open after"
+                     " 2x the read timeout (the timeout restarts on every byte)")
+        if r["tls"]["held_after_2x_timeout"] > r["tls"]["opened"] // 10:
+            d.append("stalled handshakes outlive the handshake timeout")
+        if not str(r["partial_head"]).startswith("408"):
+            d.append(f"partial head: {r['partial_head']} (no 408)")
+        if not str(r["head_32k"]).startswith("431"):
+            d.append(f"oversized head: {r['head_32k']}")
+        if not str(r["body_100k"]).startswith("413"):
+            d.append(f"oversized body: {r['body_100k']}")
+        if not str(r["chunked_100k"]).startswith(("411", "413")):
+            d.append(f"oversized chunked body: {r['chunked_100k']}")
+        if not str(r["scrape_behind_2_slow_handlers"]).startswith("503"):
+            d.append("no queue wait: a request behind busy workers waits for them"
+                     f" ({r['scrape_behind_2_slow_handlers']})")
+        if "503" not in r["cap_refused"]:
+            d.append(f"over the cap: {r['cap_refused']} refused, the rest wait in the listen backlog"
+                     f" (a scrape at the cap: {r['cap_scrape']})")
+        print(f"  {names[n]}: " + ("none" if not d else "; ".join(d)))
 
 
 if __name__ == "__main__":

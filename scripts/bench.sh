@@ -2,11 +2,19 @@
 # Builds and runs the benchmarks (root; not part of the tests). Each prints its
 # figures and the side-by-side comparison.
 #   scripts/bench.sh [scrape|taskstats|tracing|tracing_idle|tracing_overhead|locks|seed000|seed001|promql|rules|soak|all]
+#   scripts/bench.sh http_trial   (not in all: its own libraries, bench/http_trial/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+what=${1:-all}
+if [[ $what == http_trial ]]; then
+  echo "== HTTP server trial: ours vs libmicrohttpd vs Boost.Beast, 1,000 slow connections and the limit tests"
+  scripts/deps.sh trial
+  scripts/build.sh --target http_trial_ours --target http_trial_mhd --target http_trial_beast \
+    -DBUILD_BENCH=ON -DMEMCG_HTTP_TRIAL=ON >/dev/null
+  exec python3 bench/http_trial/run_trial.py build
+fi
 scripts/deps.sh bench
 scripts/build.sh -DBUILD_BENCH=ON >/dev/null
-what=${1:-all}
 if [[ $what == scrape || $what == all ]]; then
   echo "== scrape: 1,000 and 10,000 cgroups vs the pread floor and node_exporter"
   bench/scale_bench.sh build/exporter/memcg_exporter 1000,10000 21

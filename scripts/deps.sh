@@ -9,6 +9,7 @@
 #                   deployment checks' tools)
 #   deps.sh bench   + what the benchmarks compare against (node_exporter, bpftrace, trace-cmd)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (scripts/fuzz.sh)
+#   deps.sh trial   + the HTTP server trial's libraries (bench/http_trial)
 #   (scripts/test.sh's fuzz stage calls deps.sh fuzz itself)
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
@@ -26,13 +27,15 @@ test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       chromium openssl strace bc)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
+trial=(libmicrohttpd-dev libboost-dev python3 openssl)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
   test) want+=("${test[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
   bench) want+=("${test[@]}" "${bench[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
   fuzz) want+=("${fuzz[@]}") ;;
-  *) echo "usage: $0 [build|test|bench|fuzz]" >&2; exit 2 ;;
+  trial) want+=("${trial[@]}") ;;
+  *) echo "usage: $0 [build|test|bench|fuzz|trial]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${want[@]}"; do

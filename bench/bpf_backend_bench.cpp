@@ -97,6 +97,7 @@ double median(std::vector<double> v) {
 }
 
 // Run time and count of every BPF program loaded now, by id (bpf_stats).
+std::map<uint32_t, std::string> g_prog_names;
 std::map<uint32_t, std::pair<uint64_t, uint64_t>> progStats() {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
   uint32_t id = 0;
@@ -105,12 +106,16 @@ std::map<uint32_t, std::pair<uint64_t, uint64_t>> progStats() {
     if (fd < 0) continue;
     bpf_prog_info info{};
     uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
       out[id] = {info.run_time_ns, info.run_cnt};
+      g_prog_names[id] = info.name;
+    }
     ::close(fd);
   }
   return out;
 }
+// Per program name, over all runs of a mode: run time and count.
+std::map<std::string, std::map<std::string, std::pair<uint64_t, uint64_t>>> g_by_prog;
 // Run time and count of the programs in `now` that were not in `before`.
 std::pair<uint64_t, uint64_t> newProgs(
     const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& before,
@@ -124,6 +129,18 @@ std::pair<uint64_t, uint64_t> newProgs(
     cnt += v.second - (s == start.end() ? 0 : s->second.second);
   }
   return {ns, cnt};
+}
+void addByProg(const std::string& mode,
+               const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& before,
+               const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& start,
+               const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& now) {
+  for (const auto& [id, v] : now) {
+    if (before.count(id)) continue;
+    auto s = start.find(id);
+    auto& e = g_by_prog[mode][g_prog_names[id]];
+    e.first += v.first - (s == start.end() ? 0 : s->second.first);
+    e.second += v.second - (s == start.end() ? 0 : s->second.second);
+  }
 }
 
 struct Workload {
@@ -280,6 +297,7 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
   r.wall_s = w.wall_s;
   if (sc) r.user_cpu_ms = (reader() - rc0) + (sc->cpu_ns.load() - sc0) / 1e6;
   auto [pns, pcnt] = newProgs(before, start, end);
+  addByProg(mode, before, start, end);
   r.prog_ns = static_cast<double>(pns);
   r.prog_cnt = static_cast<double>(pcnt);
   if (tr) r.lost = static_cast<double>(tr->snapshot().events_lost);
@@ -463,6 +481,17 @@ int main(int argc, char** argv) {
             ? "-"
             : std::to_string(med(m, &ModeResult::user_cpu_ms)).substr(0, 7).c_str(),
         med(m, &ModeResult::lost));
+  }
+  for (const auto& [m, progs] : g_by_prog) {
+    std::printf("%s programs, all runs: name runs ns/run share-of-time\n", m.c_str());
+    uint64_t tot = 0;
+    for (const auto& [name, v] : progs) tot += v.first;
+    for (const auto& [name, v] : progs)
+      if (v.second > 0)
+        std::printf("  %-16s %9lu %8.1f %5.1f%%\n", name.c_str(),
+                    static_cast<unsigned long>(v.second),
+                    static_cast<double>(v.first) / static_cast<double>(v.second),
+                    tot ? 100.0 * static_cast<double>(v.first) / static_cast<double>(tot) : 0);
   }
   const double ut = med("tracefs", &ModeResult::user_cpu_ms),
                ub = med("bpf", &ModeResult::user_cpu_ms);

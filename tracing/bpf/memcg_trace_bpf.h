@@ -22,6 +22,7 @@ typedef uint32_t mt_u32;
 #define MT_REASONS 4        /* unpaired reasons */
 #define MT_BOUNDS 22        /* finite histogram bounds (stall and lock layouts) */
 #define MT_BUCKETS (MT_BOUNDS + 1)
+#define MT_BOUNDS_PAD 32    /* bounds arrays' length: MT_BOUNDS, then ~0 (bucket search) */
 #define MT_WAKEUP_ORDERS 11
 #define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
 
@@ -87,6 +88,13 @@ struct mt_task {
   mt_u64 rstat_hold_ts;
   mt_u32 began; /* a begin of this task was traced */
   mt_u32 depth; /* open lock waits */
+};
+
+/* One row of the task_scan iterator: a task with state. */
+struct mt_task_row {
+  mt_u32 tid;
+  mt_u32 pad;
+  mt_u64 begin_ts[MT_PAIRED_KINDS];
 };
 
 /* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,

@@ -169,6 +169,30 @@ static __always_inline int kind_of(int idx, __u32 tid) {
   return idx;
 }
 
+static __always_inline int in_reclaim(struct mt_task* t) {
+  return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
+}
+
+/* LRU pages a reclaiming task's shrink_inactive events counted, held in the
+ * task's state and added to its cgroup's series at the reclaim's end (which
+ * looks the series up anyway): the frequent lru event then touches only the
+ * task's own state, not the cgroup id chain and the cgroups map. A scrape
+ * during a pass sees its pages at the pass's end (milliseconds later). */
+static __always_inline void flush_lru(struct mt_task* t, struct mt_cgroup* c) {
+  __u32 dirty = t->lru_dirty;
+  for (int i = 0; i < MT_CONTEXTS * MT_LRU_TYPES; i++) {
+    if (!(dirty & (1u << i))) continue;
+    struct mt_lru* p = &t->lru_pending[i / MT_LRU_TYPES][i % MT_LRU_TYPES];
+    struct mt_lru* l = &c->lru[i / MT_LRU_TYPES][i % MT_LRU_TYPES];
+    l->scanned += p->scanned;
+    l->reclaimed += p->reclaimed;
+    l->dirty += p->dirty;
+    l->writeback += p->writeback;
+    p->scanned = p->reclaimed = p->dirty = p->writeback = 0;
+  }
+  t->lru_dirty = 0;
+}
+
 static __always_inline void reclaim_begin(int idx) {
   struct mt_node* n = node_stats();
   __u32 tid = current_tid();
@@ -207,7 +231,10 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
     r->unpaired++;
     n->unpaired[kind][(t && t->began) ? R_END_WITHOUT_BEGIN : R_END_BEFORE_ANY_BEGIN]++;
   }
-  if (t) t->begin_ts[idx] = 0;
+  if (t) {
+    t->begin_ts[idx] = 0;
+    if (t->lru_dirty) flush_lru(t, c);
+  }
 }
 
 SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
@@ -236,6 +263,14 @@ static __always_inline int context_of(struct mt_task* t, __u32 tid) {
   return C_OTHER;
 }
 
+static __always_inline void lru_add(struct mt_lru* l, unsigned long nr_scanned,
+                                    unsigned long nr_reclaimed, struct reclaim_stat* stat) {
+  l->scanned += nr_scanned;
+  l->reclaimed += nr_reclaimed;
+  l->dirty += stat->nr_dirty;
+  l->writeback += stat->nr_writeback;
+}
+
 SEC("tp_btf/mm_vmscan_lru_shrink_inactive")
 int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
              unsigned long nr_reclaimed, struct reclaim_stat* stat, int priority, int file) {
@@ -245,14 +280,16 @@ int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
   n->events++;
   struct mt_task* t = task_of(0, n);
   int cx = context_of(t, tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  int f = file ? 1 : 0;
+  if (t && in_reclaim(t)) { /* added to the cgroup at the reclaim's end */
+    lru_add(&t->lru_pending[cx][f], nr_scanned, nr_reclaimed, stat);
+    t->lru_dirty |= 1u << (cx * MT_LRU_TYPES + f);
+    return 0;
+  }
   struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
   if (!c) return 0;
-  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
-  struct mt_lru* l = &c->lru[cx][file ? 1 : 0];
-  l->scanned += nr_scanned;
-  l->reclaimed += nr_reclaimed;
-  l->dirty += stat->nr_dirty;
-  l->writeback += stat->nr_writeback;
+  lru_add(&c->lru[cx][f], nr_scanned, nr_reclaimed, stat);
   return 0;
 }
 
@@ -326,10 +363,6 @@ int task_scan(struct bpf_iter__task* ctx) {
 }
 
 /* --- lock probes (autoloaded only with --collector.vmscan.locks) --- */
-
-static __always_inline int in_reclaim(struct mt_task* t) {
-  return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
-}
 
 SEC("tp_btf/contention_begin")
 int BPF_PROG(contention_begin, void* lock, unsigned int flags) {

@@ -88,6 +88,11 @@ struct mt_task {
   mt_u64 rstat_hold_ts;
   mt_u32 began; /* a begin of this task was traced */
   mt_u32 depth; /* open lock waits */
+  /* shrink_inactive counts of the open reclaim, added to the cgroup at its
+   * end; lru_dirty: bit cx * MT_LRU_TYPES + lru of each entry in use */
+  struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
+  mt_u32 lru_dirty;
+  mt_u32 pad;
 };
 
 /* One row of the task_scan iterator: a task with state. */

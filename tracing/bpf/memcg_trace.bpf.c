@@ -94,22 +94,8 @@ static __always_inline struct mt_node* node_stats(void) {
   return bpf_map_lookup_elem(&node, &k);
 }
 
-/* The bucket of v: the first bound >= v (MT_BOUNDS: +Inf), found by a
- * binary search of five unrolled steps instead of a walk of up to 22
- * compares. The bounds arrays are padded to 32 with ~0, so every index the
- * search makes is in range and the padding is never below v. */
-static __always_inline __u32 bucket_of(const volatile __u64* b, __u64 v) {
-  __u32 i = 0;
-  if (b[15] < v) i = 16;
-  if (b[(i + 7) & (MT_BOUNDS_PAD - 1)] < v) i += 8;
-  if (b[(i + 3) & (MT_BOUNDS_PAD - 1)] < v) i += 4;
-  if (b[(i + 1) & (MT_BOUNDS_PAD - 1)] < v) i += 2;
-  if (b[i & (MT_BOUNDS_PAD - 1)] < v) i += 1;
-  return i;
-}
-
 static __always_inline void observe(struct mt_hist* h, __u64 v, int lock) {
-  __u32 i = bucket_of(lock ? lock_bounds : stall_bounds, v);
+  __u32 i = mt_bucket_of(lock ? lock_bounds : stall_bounds, v);
   if (i > MT_BOUNDS) i = MT_BOUNDS;
   h->buckets[i]++;
   h->count++;

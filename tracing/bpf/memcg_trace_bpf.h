@@ -26,6 +26,28 @@ typedef uint32_t mt_u32;
 #define MT_WAKEUP_ORDERS 11
 #define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
 
+#ifdef __BPF__
+#define MT_INLINE static __always_inline
+#else
+#define MT_INLINE static inline
+#endif
+
+/* The histogram bucket of v: the first bound >= v (MT_BOUNDS: +Inf), found
+ * by a binary search of five unrolled steps instead of a walk of up to 22
+ * compares. The bounds arrays are MT_BOUNDS_PAD long, padded with ~0, so
+ * every index the search makes is in range and the padding is never below
+ * v. Here, not in the program, so a unit test checks it against the tracefs
+ * backend's histograms. */
+MT_INLINE mt_u32 mt_bucket_of(const volatile mt_u64* b, mt_u64 v) {
+  mt_u32 i = 0;
+  if (b[15] < v) i = 16;
+  if (b[(i + 7) & (MT_BOUNDS_PAD - 1)] < v) i += 8;
+  if (b[(i + 3) & (MT_BOUNDS_PAD - 1)] < v) i += 4;
+  if (b[(i + 1) & (MT_BOUNDS_PAD - 1)] < v) i += 2;
+  if (b[i & (MT_BOUNDS_PAD - 1)] < v) i += 1;
+  return i;
+}
+
 /* Key of the cgroup series that takes what no free entry could hold. */
 #define MT_OVERFLOW_ID (~(mt_u64)0)
 /* Key cg_id of node-wide lock contentions (outside reclaim). */

@@ -101,7 +101,7 @@ mt_info "bpf vs tracefs backend: reclaims ${b_total:-none} vs ${t_total:-none}" 
   "(kernel max +${d_max}); pages ${b_pages:-none} vs ${t_pages:-none};" \
   "stall sums ${b_sum:-none}s vs ${t_sum:-none}s; lru scanned/reclaimed" \
   "${b_scan:-none}/${b_steal:-none} (kernel ${d_scan}/${d_steal});" \
-  "events $(metric_value "${SB}" memcg_trace_events_total) vs $(metric_value "${ST}" memcg_trace_events_read_total 2>/dev/null || echo n/a)"
+  "events $(metric_value "${SB}" memcg_trace_events_total) vs $(metric_value "${ST}" memcg_trace_events_total)"
 
 if is_gt "${b_total:-0}" 0 && [ "${b_total}" = "${t_total}" ] && [ "${b_total}" = "${d_max}" ]; then
   mt_pass bpf_reclaim_total_eq_tracefs_and_kernel

@@ -72,6 +72,14 @@ namespace {
 const std::string kMemcg = "/sys/fs/cgroup/memory";
 const std::string kPrefix = "memcg_exporter_test_bpfbench_" + std::to_string(::getpid());
 
+// Removes what the bench made and restores bpf_stats_enabled (set by main):
+// also on a failed mode, which exits early.
+std::function<void()> g_cleanup;
+[[noreturn]] void fail() {
+  if (g_cleanup) g_cleanup();
+  std::exit(1);
+}
+
 uint64_t envU(const char* n, uint64_t d) {
   const char* v = std::getenv(n);
   return v ? std::strtoull(v, nullptr, 10) : d;
@@ -180,7 +188,7 @@ Workload runWorkload(const std::string& cg, const std::string& file, int passes)
   w.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     std::fprintf(stderr, "workload failed (status %d)\n", st);
-    std::exit(1);
+    fail();
   }
   return w;
 }
@@ -258,7 +266,7 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
     auto t = Tracer::start(o);
     if (!t.ok()) {
       std::fprintf(stderr, "tracefs: %s\n", t.error().message().c_str());
-      std::exit(1);
+      fail();
     }
     tr = std::move(*t);
     sc = std::make_unique<Scraper>([&] { return tr->snapshot(); });
@@ -268,7 +276,7 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
     auto t = bpf::BpfTracer::start(o);
     if (!t.ok()) {
       std::fprintf(stderr, "bpf: %s\n", t.error().message().c_str());
-      std::exit(1);
+      fail();
     }
     bt = std::move(*t);
     sc = std::make_unique<Scraper>([&] { return bt->snapshot(); });
@@ -443,6 +451,7 @@ int main(int argc, char** argv) {
     ::rmdir(c.c_str());
   static std::function<void()> on_signal;
   on_signal = [&] { cleanup(); };
+  g_cleanup = cleanup;
   for (int sig : {SIGINT, SIGTERM}) {
     ::signal(sig, [](int) {
       if (on_signal) on_signal();

@@ -2,13 +2,18 @@
 // info metric of a backend that is down, and bpf::probe()'s reasons.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
 #include "tracing/bpf/bpf_tracer.h"
+#include "tracing/bpf/memcg_trace_bpf.h"
+#include "tracing/lock_stats.h"
+#include "tracing/series_table.h"
 
 namespace memcg {
 namespace {
@@ -82,6 +87,30 @@ TEST(BpfProbe, SaysWhatIsMissing) {
   auto t = tracing::bpf::BpfTracer::start(o);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message().find(a.reason), std::string::npos) << t.error().message();
+}
+
+// The bpf program's bucket search picks the bucket the tracefs backend's
+// histograms pick, at every bound, one either side, and between.
+template <class H, size_t N>
+void expectSameBuckets(const std::array<uint64_t, N>& bounds) {
+  static_assert(N == MT_BOUNDS);
+  mt_u64 padded[MT_BOUNDS_PAD];
+  for (size_t i = 0; i < MT_BOUNDS_PAD; ++i) padded[i] = i < N ? bounds[i] : ~0ull;
+  std::vector<uint64_t> values = {0, 1, ~0ull - 1};
+  for (uint64_t b : bounds)
+    for (uint64_t v : {b - 1, b, b + 1, b + b / 3}) values.push_back(v);
+  for (uint64_t v : values) {
+    H h;
+    h.observe(v);
+    size_t want = 0;
+    while (h.buckets[want] == 0) ++want;
+    EXPECT_EQ(mt_bucket_of(padded, v), want) << "v=" << v;
+  }
+}
+
+TEST(BpfBucketSearch, PicksTheTracefsBackendsBucket) {
+  expectSameBuckets<tracing::StallHistogram>(tracing::kStallBoundsNs);
+  expectSameBuckets<tracing::LockHistogram>(tracing::kLockBoundsNs);
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -144,6 +146,10 @@ struct BpfTracer::Impl {
   mutable std::set<std::tuple<uint32_t, int, uint64_t>> overdue;
   mutable std::array<uint64_t, kReclaimKinds> overdue_count{};
   mutable uint64_t cpu_ns = 0;
+  // Map fills as the last snapshot() read them (mapSizes()); tasks have no
+  // map bound: at most one entry per task, so the kernel's pid_max.
+  mutable std::vector<MapSize> sizes;
+  uint64_t pid_max = 0;
   std::unordered_set<int32_t> reclaimers;
 
   ~Impl() {
@@ -155,6 +161,26 @@ struct BpfTracer::Impl {
     auto p = resolver->pathOfId(id);
     if (p) paths.emplace(id, *p);
     return p;
+  }
+
+  // The tasks with state, from the program's task iterator.
+  std::vector<mt_task_row> taskRows() const {
+    std::vector<mt_task_row> rows;
+    if (!skel->links.task_scan) return rows;
+    int fd = bpf_iter_create(bpf_link__fd(skel->links.task_scan));
+    if (fd < 0) return rows;
+    std::vector<char> buf(1 << 16);
+    std::string data;
+    for (;;) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      data.append(buf.data(), static_cast<size_t>(n));
+    }
+    ::close(fd);
+    rows.resize(data.size() / sizeof(mt_task_row));
+    std::memcpy(rows.data(), data.data(), rows.size() * sizeof(mt_task_row));
+    return rows;
   }
 
   uint64_t lostEvents() const {
@@ -189,6 +215,10 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   }
   impl->resolver =
       std::make_unique<ProcCgroupResolver>(o.procfs, impl->hierarchy_id, o.memory_root);
+  {
+    auto pm = readWholeFile(o.procfs + "/sys/kernel/pid_max");
+    impl->pid_max = pm.ok() ? std::strtoull(pm->c_str(), nullptr, 10) : 0;
+  }
   impl->ncpus = libbpf_num_possible_cpus();
   if (impl->ncpus <= 0)
     return makeError(-impl->ncpus, "bpf", "cannot count possible CPUs");
@@ -202,9 +232,9 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     s->rodata->lock_bounds[i] = kLockBoundsNs[i];
   }
   s->rodata->hierarchy_id = impl->hierarchy_id;
+  s->rodata->locks_on = o.locks ? 1 : 0;
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
-  bpf_map__set_max_entries(s->maps.tasks, static_cast<uint32_t>(o.max_pids));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
 
   // Lock probes only when asked; any probe this kernel lacks is left out
@@ -302,7 +332,9 @@ TraceSnapshot BpfTracer::snapshot() const {
       }
     c.kswapd_wakeup_requests += v.wakeup_kswapd;
   };
-  for (uint64_t id : keysOf<uint64_t>(m.skel->maps.cgroups)) {
+  const std::vector<uint64_t> cg_keys = keysOf<uint64_t>(m.skel->maps.cgroups);
+  const uint64_t cgroup_keys = cg_keys.size();
+  for (uint64_t id : cg_keys) {
     mt_cgroup v{};
     if (!lookupPerCpu(cg_fd, id, ncpus, v)) continue;
     live_ids.insert(id);
@@ -328,15 +360,14 @@ TraceSnapshot BpfTracer::snapshot() const {
   if (have_unknown) s.cgroups.push_back(std::move(unknown));
   std::erase_if(m.paths, [&](const auto& kv) { return live_ids.count(kv.first) == 0; });
 
-  // Begins open longer than the tracefs backend's bound, counted once each.
-  const int task_fd = bpf_map__fd(m.skel->maps.tasks);
+  // Begins open longer than the tracefs backend's bound, counted once each:
+  // the tasks with state, listed by the program's task iterator.
   const uint64_t now = monoNs();
   std::set<std::tuple<uint32_t, int, uint64_t>> still;
   uint64_t tasks = 0;
-  for (uint32_t tid : keysOf<uint32_t>(m.skel->maps.tasks)) {
+  for (const mt_task_row& t : m.taskRows()) {
     ++tasks;
-    mt_task t{};
-    if (bpf_map_lookup_elem(task_fd, &tid, &t) != 0) continue;
+    const uint32_t tid = t.tid;
     for (int i = 0; i < MT_PAIRED_KINDS; ++i) {
       const uint64_t b = t.begin_ts[i];
       if (b == 0 || now < b || now - b < kUnpairedBoundNs) continue;
@@ -354,6 +385,9 @@ TraceSnapshot BpfTracer::snapshot() const {
     s.aggregator.unpaired[k][static_cast<size_t>(UnpairedReason::kBeginOpenTooLong)] =
         m.overdue_count[k];
   s.aggregator.pid_cache_entries = tasks;
+  m.sizes.clear();
+  m.sizes.push_back({"cgroups", cgroup_keys, bpf_map__max_entries(m.skel->maps.cgroups)});
+  m.sizes.push_back({"tasks", tasks, m.pid_max});
 
   if (m.opts.locks) {
     LockSnapshot& L = s.locks;
@@ -367,7 +401,10 @@ TraceSnapshot BpfTracer::snapshot() const {
       return p ? *p : std::string("_unknown");
     };
     const int lw_fd = bpf_map__fd(m.skel->maps.lock_waits);
-    for (const mt_lock_key& k : keysOf<mt_lock_key>(m.skel->maps.lock_waits)) {
+    const auto lw_keys = keysOf<mt_lock_key>(m.skel->maps.lock_waits);
+    m.sizes.push_back({"lock_waits", lw_keys.size(),
+                       bpf_map__max_entries(m.skel->maps.lock_waits)});
+    for (const mt_lock_key& k : lw_keys) {
       // A series of a removed cgroup (its reclaim series is gone): dropped.
       if (k.cg_id != MT_NODE_ID && live_ids.count(k.cg_id) == 0) {
         bpf_map_delete_elem(lw_fd, &k);
@@ -390,7 +427,9 @@ TraceSnapshot BpfTracer::snapshot() const {
       ks.wait.merge(h);
     }
     const int rs_fd = bpf_map__fd(m.skel->maps.rstat);
-    for (uint64_t id : keysOf<uint64_t>(m.skel->maps.rstat)) {
+    const auto rs_keys = keysOf<uint64_t>(m.skel->maps.rstat);
+    m.sizes.push_back({"rstat", rs_keys.size(), bpf_map__max_entries(m.skel->maps.rstat)});
+    for (uint64_t id : rs_keys) {
       mt_rstat r{};
       if (!lookupPerCpu(rs_fd, id, ncpus, r)) continue;
       std::string label = labelOf(id);
@@ -420,20 +459,13 @@ uint64_t BpfTracer::contentionEnds() const {
 }
 
 std::vector<MapSize> BpfTracer::mapSizes() const {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> g(m.mu);
-  std::vector<MapSize> out;
-  auto add = [&](const char* name, bpf_map* map, size_t count) {
-    out.push_back({name, count, bpf_map__max_entries(map)});
-  };
-  add("cgroups", m.skel->maps.cgroups, keysOf<uint64_t>(m.skel->maps.cgroups).size());
-  add("tasks", m.skel->maps.tasks, keysOf<uint32_t>(m.skel->maps.tasks).size());
-  if (m.opts.locks) {
-    add("lock_waits", m.skel->maps.lock_waits,
-        keysOf<mt_lock_key>(m.skel->maps.lock_waits).size());
-    add("rstat", m.skel->maps.rstat, keysOf<uint64_t>(m.skel->maps.rstat).size());
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    if (!impl_->sizes.empty()) return impl_->sizes;
   }
-  return out;
+  (void)snapshot();  // before the first snapshot: read the maps once
+  std::lock_guard<std::mutex> g(impl_->mu);
+  return impl_->sizes;
 }
 
 void BpfTracer::markReclaimer(int32_t tid) {

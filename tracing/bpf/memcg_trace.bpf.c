@@ -21,9 +21,10 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader before load. */
-const volatile __u64 stall_bounds[MT_BOUNDS] = {};
-const volatile __u64 lock_bounds[MT_BOUNDS] = {};
+const volatile __u64 stall_bounds[MT_BOUNDS_PAD] = {[0 ... MT_BOUNDS_PAD - 1] = ~0ULL};
+const volatile __u64 lock_bounds[MT_BOUNDS_PAD] = {[0 ... MT_BOUNDS_PAD - 1] = ~0ULL};
 const volatile __s32 hierarchy_id = 0; /* memory's v1 hierarchy id, 0 on v2 */
+const volatile __u32 locks_on = 0;     /* the lock probes are loaded */
 
 #define PF_KSWAPD_FLAG 0x00020000 /* include/linux/sched.h PF_KSWAPD */
 #define LCB_F_MUTEX_ONLY 32       /* a bare mutex re-begin: the tracefs filter drops it */
@@ -47,12 +48,16 @@ struct {
   __uint(max_entries, 1);
 } node SEC(".maps");
 
+/* Per-task state in the task's own local storage, not a hash keyed by tid:
+ * the hash's bucket array (sized for every possible pid) made each lookup a
+ * cache and TLB miss, the largest part of a program's cost per event. The
+ * storage is reached from the task_struct, freed with the task (no exit
+ * program needed), so bounded by the tasks alive; task_scan lists it. */
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, __u32);
+  __type(key, int);
   __type(value, struct mt_task);
-  __uint(max_entries, 65536); /* set by the loader */
 } tasks SEC(".maps");
 
 /* Our own background reclaimers (thread ids), written by the loader. */
@@ -81,7 +86,6 @@ struct {
 
 /* Zero values to insert from (too large for the BPF stack). */
 static struct mt_cgroup zero_cgroup;
-static struct mt_task zero_task;
 static struct mt_lock_wait zero_lock_wait;
 static struct mt_rstat zero_rstat;
 
@@ -91,10 +95,7 @@ static __always_inline struct mt_node* node_stats(void) {
 }
 
 static __always_inline void observe(struct mt_hist* h, __u64 v, int lock) {
-  int i;
-  for (i = 0; i < MT_BOUNDS; i++) {
-    if (v <= (lock ? lock_bounds[i] : stall_bounds[i])) break;
-  }
+  __u32 i = mt_bucket_of(lock ? lock_bounds : stall_bounds, v);
   if (i > MT_BOUNDS) i = MT_BOUNDS;
   h->buckets[i]++;
   h->count++;
@@ -129,12 +130,11 @@ static __always_inline struct mt_cgroup* cgroup_of(__u64 id, struct mt_node* n) 
   return bpf_map_lookup_elem(&cgroups, &o);
 }
 
-static __always_inline struct mt_task* task_of(__u32 tid, int create, struct mt_node* n) {
-  struct mt_task* t = bpf_map_lookup_elem(&tasks, &tid);
-  if (t || !create) return t;
-  bpf_map_update_elem(&tasks, &tid, &zero_task, BPF_NOEXIST);
-  t = bpf_map_lookup_elem(&tasks, &tid);
-  if (!t && n) n->task_map_full++;
+/* The current task's state; created zeroed when `create`. */
+static __always_inline struct mt_task* task_of(int create, struct mt_node* n) {
+  struct mt_task* t = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0,
+                                           create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+  if (!t && create && n) n->task_map_full++;
   return t;
 }
 
@@ -155,15 +155,41 @@ static __always_inline int kind_of(int idx, __u32 tid) {
   return idx;
 }
 
+static __always_inline int in_reclaim(struct mt_task* t) {
+  return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
+}
+
+/* LRU pages a reclaiming task's shrink_inactive events counted, held in the
+ * task's state and added to its cgroup's series at the reclaim's end (which
+ * looks the series up anyway): the frequent lru event then touches only the
+ * task's own state, not the cgroup id chain and the cgroups map. A scrape
+ * during a pass sees its pages at the pass's end (milliseconds later). */
+static __always_inline void flush_lru(struct mt_task* t, struct mt_cgroup* c) {
+  __u32 dirty = t->lru_dirty;
+  for (int i = 0; i < MT_CONTEXTS * MT_LRU_TYPES; i++) {
+    if (!(dirty & (1u << i))) continue;
+    struct mt_lru* p = &t->lru_pending[i / MT_LRU_TYPES][i % MT_LRU_TYPES];
+    struct mt_lru* l = &c->lru[i / MT_LRU_TYPES][i % MT_LRU_TYPES];
+    l->scanned += p->scanned;
+    l->reclaimed += p->reclaimed;
+    l->dirty += p->dirty;
+    l->writeback += p->writeback;
+    p->scanned = p->reclaimed = p->dirty = p->writeback = 0;
+  }
+  t->lru_dirty = 0;
+}
+
 static __always_inline void reclaim_begin(int idx) {
   struct mt_node* n = node_stats();
   __u32 tid = current_tid();
   if (!n) return;
   n->events++;
-  /* The series exists from the begin on: lock waits charged to it are
-   * dropped with it at rmdir. */
-  cgroup_of(current_memcg_id(), n);
-  struct mt_task* t = task_of(tid, 1, n);
+  /* With the lock probes the series exists from the begin on: lock waits
+   * charged to it are dropped with it at rmdir (and user space drops lock
+   * series of cgroups it has no series of). Without them the end creates it:
+   * the begin then touches no cgroup data, which is its main cost. */
+  if (locks_on) cgroup_of(current_memcg_id(), n);
+  struct mt_task* t = task_of(1, n);
   if (!t) return;
   if (t->begin_ts[idx]) n->unpaired[kind_of(idx, tid) & 3][R_BEGIN_WITHOUT_END]++;
   __u64 now = bpf_ktime_get_ns();
@@ -179,7 +205,7 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
   __u64 now = bpf_ktime_get_ns();
   int kind = kind_of(idx, tid) & 3;
   struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
-  struct mt_task* t = task_of(tid, 0, n);
+  struct mt_task* t = task_of(0, n);
   if (!c) return;
   struct mt_reclaim* r = &c->reclaim[kind];
   r->total++;
@@ -191,7 +217,10 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
     r->unpaired++;
     n->unpaired[kind][(t && t->began) ? R_END_WITHOUT_BEGIN : R_END_BEFORE_ANY_BEGIN]++;
   }
-  if (t) t->begin_ts[idx] = 0;
+  if (t) {
+    t->begin_ts[idx] = 0;
+    if (t->lru_dirty) flush_lru(t, c);
+  }
 }
 
 SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
@@ -220,6 +249,14 @@ static __always_inline int context_of(struct mt_task* t, __u32 tid) {
   return C_OTHER;
 }
 
+static __always_inline void lru_add(struct mt_lru* l, unsigned long nr_scanned,
+                                    unsigned long nr_reclaimed, struct reclaim_stat* stat) {
+  l->scanned += nr_scanned;
+  l->reclaimed += nr_reclaimed;
+  l->dirty += stat->nr_dirty;
+  l->writeback += stat->nr_writeback;
+}
+
 SEC("tp_btf/mm_vmscan_lru_shrink_inactive")
 int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
              unsigned long nr_reclaimed, struct reclaim_stat* stat, int priority, int file) {
@@ -227,16 +264,18 @@ int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
   __u32 tid = current_tid();
   if (!n) return 0;
   n->events++;
-  struct mt_task* t = task_of(tid, 0, n);
+  struct mt_task* t = task_of(0, n);
   int cx = context_of(t, tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  int f = file ? 1 : 0;
+  if (t && in_reclaim(t)) { /* added to the cgroup at the reclaim's end */
+    lru_add(&t->lru_pending[cx][f], nr_scanned, nr_reclaimed, stat);
+    t->lru_dirty |= 1u << (cx * MT_LRU_TYPES + f);
+    return 0;
+  }
   struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
   if (!c) return 0;
-  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
-  struct mt_lru* l = &c->lru[cx][file ? 1 : 0];
-  l->scanned += nr_scanned;
-  l->reclaimed += nr_reclaimed;
-  l->dirty += stat->nr_dirty;
-  l->writeback += stat->nr_writeback;
+  lru_add(&c->lru[cx][f], nr_scanned, nr_reclaimed, stat);
   return 0;
 }
 
@@ -257,7 +296,7 @@ int BPF_PROG(kswapd_wake, int nid, int zid, int order) {
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
-  struct mt_task* t = task_of(current_tid(), 1, n);
+  struct mt_task* t = task_of(1, n);
   n->kswapd_wakeups++;
   if (!t) return 0;
   if (t->kswapd_wake_ts == 0) {
@@ -274,7 +313,7 @@ int BPF_PROG(kswapd_sleep, int nid) {
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
-  struct mt_task* t = task_of(current_tid(), 0, n);
+  struct mt_task* t = task_of(0, n);
   if (!t) return 0;
   __u64 now = bpf_ktime_get_ns();
   if (t->kswapd_wake_ts && now >= t->kswapd_wake_ts) n->kswapd_awake_ns += now - t->kswapd_wake_ts;
@@ -293,20 +332,23 @@ int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
   return 0;
 }
 
-/* A task's state goes with the task (the tracefs backend's pid cache drops
- * it on sched_process_exit too). */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(process_exit, struct task_struct* p) {
-  __u32 tid = p->pid;
-  bpf_map_delete_elem(&tasks, &tid);
+/* Scrape-time listing of the tasks with state (an iterator user space
+ * reads): their count, and open begins for the "begin open too long"
+ * reason. A task's state goes with the task (the tracefs backend's pid
+ * cache drops it on sched_process_exit). */
+SEC("iter/task")
+int task_scan(struct bpf_iter__task* ctx) {
+  struct task_struct* task = ctx->task;
+  if (!task) return 0;
+  struct mt_task* t = bpf_task_storage_get(&tasks, task, 0, 0);
+  if (!t) return 0;
+  struct mt_task_row row = {.tid = task->pid};
+  for (int i = 0; i < MT_PAIRED_KINDS; i++) row.begin_ts[i] = t->begin_ts[i];
+  bpf_seq_write(ctx->meta->seq, &row, sizeof row);
   return 0;
 }
 
 /* --- lock probes (autoloaded only with --collector.vmscan.locks) --- */
-
-static __always_inline int in_reclaim(struct mt_task* t) {
-  return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
-}
 
 SEC("tp_btf/contention_begin")
 int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
@@ -314,7 +356,7 @@ int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
-  struct mt_task* t = task_of(current_tid(), 1, n);
+  struct mt_task* t = task_of(1, n);
   if (!t) return 0;
   __u64 addr = (__u64)lock;
   __u32 d = t->depth;
@@ -344,7 +386,7 @@ int BPF_PROG(contention_end, void* lock, int ret) {
   n->events++;
   n->lock_ends++;
   __u64 now = bpf_ktime_get_ns();
-  struct mt_task* t = task_of(current_tid(), 0, n);
+  struct mt_task* t = task_of(0, n);
   __u64 addr = (__u64)lock;
   int found = -1;
   if (t) {
@@ -397,7 +439,7 @@ int BPF_PROG(rstat_contended, struct cgroup* cgrp, int cpu, bool contended) {
   n->events++;
   struct mt_rstat* r = rstat_of(cgrp, n);
   if (r) r->contended++;
-  struct mt_task* t = task_of(current_tid(), 1, n);
+  struct mt_task* t = task_of(1, n);
   if (t) {
     __u64 now = bpf_ktime_get_ns();
     t->rstat_wait_ts = now ? now : 1;
@@ -413,7 +455,7 @@ int BPF_PROG(rstat_locked, struct cgroup* cgrp, int cpu, bool contended) {
   n->events++;
   __u64 now = bpf_ktime_get_ns();
   struct mt_rstat* r = rstat_of(cgrp, n);
-  struct mt_task* t = task_of(current_tid(), 1, n);
+  struct mt_task* t = task_of(1, n);
   if (contended) {
     if (t && t->rstat_wait_ts && now >= t->rstat_wait_ts) {
       if (r) observe(&r->wait, now - t->rstat_wait_ts, 1);
@@ -435,7 +477,7 @@ int BPF_PROG(rstat_unlock, struct cgroup* cgrp, int cpu, bool contended) {
   if (!n) return 0;
   n->events++;
   __u64 now = bpf_ktime_get_ns();
-  struct mt_task* t = task_of(current_tid(), 0, n);
+  struct mt_task* t = task_of(0, n);
   if (t && t->rstat_hold_ts && now >= t->rstat_hold_ts) {
     struct mt_rstat* r = rstat_of(cgrp, n);
     if (r) observe(&r->hold, now - t->rstat_hold_ts, 1);

@@ -22,8 +22,31 @@ typedef uint32_t mt_u32;
 #define MT_REASONS 4        /* unpaired reasons */
 #define MT_BOUNDS 22        /* finite histogram bounds (stall and lock layouts) */
 #define MT_BUCKETS (MT_BOUNDS + 1)
+#define MT_BOUNDS_PAD 32    /* bounds arrays' length: MT_BOUNDS, then ~0 (bucket search) */
 #define MT_WAKEUP_ORDERS 11
 #define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
+
+#ifdef __BPF__
+#define MT_INLINE static __always_inline
+#else
+#define MT_INLINE static inline
+#endif
+
+/* The histogram bucket of v: the first bound >= v (MT_BOUNDS: +Inf), found
+ * by a binary search of five unrolled steps instead of a walk of up to 22
+ * compares. The bounds arrays are MT_BOUNDS_PAD long, padded with ~0, so
+ * every index the search makes is in range and the padding is never below
+ * v. Here, not in the program, so a unit test checks it against the tracefs
+ * backend's histograms. */
+MT_INLINE mt_u32 mt_bucket_of(const volatile mt_u64* b, mt_u64 v) {
+  mt_u32 i = 0;
+  if (b[15] < v) i = 16;
+  if (b[(i + 7) & (MT_BOUNDS_PAD - 1)] < v) i += 8;
+  if (b[(i + 3) & (MT_BOUNDS_PAD - 1)] < v) i += 4;
+  if (b[(i + 1) & (MT_BOUNDS_PAD - 1)] < v) i += 2;
+  if (b[i & (MT_BOUNDS_PAD - 1)] < v) i += 1;
+  return i;
+}
 
 /* Key of the cgroup series that takes what no free entry could hold. */
 #define MT_OVERFLOW_ID (~(mt_u64)0)
@@ -87,6 +110,18 @@ struct mt_task {
   mt_u64 rstat_hold_ts;
   mt_u32 began; /* a begin of this task was traced */
   mt_u32 depth; /* open lock waits */
+  /* shrink_inactive counts of the open reclaim, added to the cgroup at its
+   * end; lru_dirty: bit cx * MT_LRU_TYPES + lru of each entry in use */
+  struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
+  mt_u32 lru_dirty;
+  mt_u32 pad;
+};
+
+/* One row of the task_scan iterator: a task with state. */
+struct mt_task_row {
+  mt_u32 tid;
+  mt_u32 pad;
+  mt_u64 begin_ts[MT_PAIRED_KINDS];
 };
 
 /* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,

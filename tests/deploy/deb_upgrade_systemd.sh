@@ -33,7 +33,7 @@ fail() { say "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || { echo "SKIPPED: needs root (debootstrap, systemd-nspawn)"; exit 77; }
 for t in systemd-nspawn:systemd-container debootstrap:debootstrap nsenter:util-linux \
-         cpack:cmake cmake:cmake unshare:util-linux mount:mount dpkg-deb:dpkg flock:util-linux timeout:coreutils; do
+         cpack:cmake cmake:cmake unshare:util-linux mount:mount dpkg-deb:dpkg flock:util-linux; do
   command -v "${t%%:*}" >/dev/null ||
     { echo "SKIPPED: ${t%%:*} is not installed (Debian package ${t#*:}, scripts/deps.sh test)"; exit 77; }
 done
@@ -41,10 +41,15 @@ done
 rootfs=${MEMCG_DEB_ROOTFS:-$build/memcg_exporter_test_deb_rootfs}
 mirror=${MEMCG_DEB_MIRROR:-http://deb.debian.org/debian}
 olddir=$build/memcg_exporter_test_deb_old
+# The rootfs is removed and remade: never a path that is not the test's.
+case "$(basename "$rootfs")" in
+  memcg_exporter_test*) ;;
+  *) echo "MEMCG_DEB_ROOTFS must end in a directory named memcg_exporter_test*: $rootfs" >&2; exit 2 ;;
+esac
 tmp=$(mktemp -d /tmp/memcg_exporter_test_deb_systemd.XXXXXX)
 # A machine name is a host name (no '_'); our cgroups carry the test prefix.
 machine=memcg-exporter-test-deb-$$ cgname=memcg_exporter_test_deb_$$
-nspawn_pid= leader= cgdirs=() nspawn_run_existed=1
+nspawn_pid='' leader='' cgdirs=() nspawn_run_existed=1 making_rootfs=0 debootstrap_pid=''
 [ -d /run/systemd/nspawn ] || nspawn_run_existed=0
 cleanup() {
   local rc=$?
@@ -75,6 +80,16 @@ cleanup() {
   if [ $rc -ne 0 ] && [ -s "$tmp/boot.log" ]; then
     echo "--- container console (last 40 lines)"; tail -n 40 "$tmp/boot.log"
   fi
+  # An unfinished rootfs (debootstrap failed or was stopped): its /proc and
+  # /sys mounts, then the tree.
+  if [ $making_rootfs = 1 ] && [ -d "$rootfs.new" ]; then
+    if [ -n "$debootstrap_pid" ]; then
+      pkill -TERM -P "$debootstrap_pid" 2>/dev/null; kill -TERM "$debootstrap_pid" 2>/dev/null
+      wait "$debootstrap_pid" 2>/dev/null
+    fi
+    for m in proc sys dev/pts dev; do umount -l "$rootfs.new/$m" 2>/dev/null; done
+    mountpoint -q "$rootfs.new/proc" || rm -rf --one-file-system "$rootfs.new"
+  fi
   rm -rf "$tmp"
   exit $rc
 }
@@ -95,7 +110,9 @@ newdeb=$(ls "$build"/packages/${pkg}_"${newver}"_*.deb 2>/dev/null | head -1)
 # private mount namespace where it is bind-mounted over the main build tree's
 # path: every compile line, working directory and debug-info path is then the
 # main build's, so with ccache only the files that include common/version.h
-# are compiled again, the rest are cache hits of the main build.
+# are compiled again, the rest are cache hits of the main build. Only the two
+# packaged programs are built (cpack builds nothing more: the install rules
+# do not depend on `all`).
 oldver="${newver}~old1"
 dpkg --compare-versions "$oldver" lt "$newver" || fail "$oldver does not sort before $newver"
 cache_get() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt" | head -1; }
@@ -106,6 +123,7 @@ cat >"$tmp/build-old.sh" <<EOS
 set -e
 mount --bind "$olddir" "$build"
 cmake -S "$src" -B "$build" -DMEMCG_VERSION="$oldver" -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF \\
+  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \\
   -DCMAKE_BUILD_TYPE="$(cache_get CMAKE_BUILD_TYPE)" -DMEMCG_WERROR="$(cache_get MEMCG_WERROR)" \\
   -DCMAKE_C_COMPILER="$(cache_get CMAKE_C_COMPILER)" -DCMAKE_CXX_COMPILER="$(cache_get CMAKE_CXX_COMPILER)" \\
   -DCMAKE_C_COMPILER_LAUNCHER="$(cache_get CMAKE_C_COMPILER_LAUNCHER)" \\
@@ -120,8 +138,9 @@ unshare --mount --propagation private bash "$tmp/build-old.sh" >"$tmp/old-build.
 say "built $oldver in $((SECONDS - tb)) s"
 olddeb=$(ls "$olddir"/packages/${pkg}_"${oldver}"_*.deb 2>/dev/null | head -1)
 [ -f "$olddeb" ] || fail "cpack wrote no ${pkg}_${oldver}_*.deb in $olddir/packages"
-cmp -s <(dpkg-deb --fsys-tarfile "$olddeb" | tar -xOf - ./usr/bin/memcg_exporter) \
-       <(dpkg-deb --fsys-tarfile "$newdeb" | tar -xOf - ./usr/bin/memcg_exporter) &&
+# (tar stops reading at the file: dpkg-deb's broken pipe is expected.)
+cmp -s <(dpkg-deb --fsys-tarfile "$olddeb" 2>/dev/null | tar -xOf - ./usr/bin/memcg_exporter) \
+       <(dpkg-deb --fsys-tarfile "$newdeb" 2>/dev/null | tar -xOf - ./usr/bin/memcg_exporter) &&
   fail "the two packages hold the same binary"
 mkdir "$tmp/debs"
 cp "$olddeb" "$tmp/debs/old.deb"
@@ -131,20 +150,21 @@ say "packages: $(basename "$olddeb") -> $(basename "$newdeb")"
 # 2. The rootfs: systemd, adduser, curl and the packages' dependencies. Made
 # once (under a lock: parallel runs share it) and kept; remade when the
 # dependency list changes.
-deps=$(dpkg-deb -f "$newdeb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/[[:space:]]//g' |
-       grep -v '^$' | sort -u | paste -sd, -)
-include="systemd,systemd-sysv,adduser,curl,$deps"
+include=$({ echo systemd systemd-sysv adduser curl | tr ' ' '\n'
+           dpkg-deb -f "$newdeb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//'; } |
+         sed 's/[[:space:]]//g' | grep -v '^$' | sort -u | paste -sd, -)
 exec 9>"$rootfs.lock"
 flock -w 900 9 || fail "cannot lock $rootfs.lock"
 if [ "$(cat "$rootfs/.memcg_exporter_test_include" 2>/dev/null)" != "$include" ]; then
   say "debootstrap bookworm into $rootfs (--include=$include)"
   rm -rf "$rootfs" "$rootfs.new"
-  if ! timeout 900 debootstrap --variant=minbase --include="$include" bookworm "$rootfs.new" \
-         "$mirror" >"$tmp/debootstrap.log" 2>&1; then
+  making_rootfs=1
+  # In the background, so that a TERM (ctest's timeout) reaches the trap at once.
+  debootstrap --variant=minbase --include="$include" bookworm "$rootfs.new" "$mirror" \
+    >"$tmp/debootstrap.log" 2>&1 &
+  debootstrap_pid=$!
+  if ! wait $debootstrap_pid; then
     tail -n 20 "$tmp/debootstrap.log"
-    # debootstrap leaves its /proc and /sys mounts on failure.
-    for m in proc sys; do umount -l "$rootfs.new/$m" 2>/dev/null || true; done
-    rm -rf "$rootfs.new"
     fail "debootstrap (mirror $mirror)"
   fi
   # No getty on the console, no network setup: nothing the test waits for.
@@ -152,6 +172,7 @@ if [ "$(cat "$rootfs/.memcg_exporter_test_include" 2>/dev/null)" != "$include" ]
     >/dev/null 2>&1 || true
   echo "$include" > "$rootfs.new/.memcg_exporter_test_include"
   mv "$rootfs.new" "$rootfs"
+  making_rootfs=0 debootstrap_pid=''
 fi
 flock -u 9
 
@@ -179,7 +200,7 @@ for _ in $(seq 100); do
   kill -0 "$nspawn_pid" 2>/dev/null || { wait "$nspawn_pid" || true; nspawn_pid=; cat "$tmp/boot.log"; fail "systemd-nspawn exited"; }
   # The container's PID 1: nspawn's child running systemd.
   for c in $(pgrep -P "$nspawn_pid" || true); do
-    [ "$(cat /proc/$c/comm 2>/dev/null)" = systemd ] && leader=$c
+    [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && leader=$c
   done
   [ -z "$leader" ] || break
   sleep 0.2
@@ -271,7 +292,7 @@ say "reloaded: MainPID $pid3 unchanged, active, /metrics answers"
 
 # 7. Purge: stopped, and nothing of it left.
 ct dpkg --purge $pkg >"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail "dpkg --purge"; }
-ct kill -0 "$pid3" 2>/dev/null && fail "the service (pid $pid3) still runs after purge"
+ct sh -c "kill -0 $pid3" 2>/dev/null && fail "the service (pid $pid3) still runs after purge"
 load=$(ct systemctl show -p LoadState --value $unit)
 [ "$load" = not-found ] || fail "systemd still knows $unit after purge (LoadState=$load)"
 left=0

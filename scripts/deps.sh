@@ -24,7 +24,9 @@ build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
 # npm package conflicts with that nodejs, so they are only installed when missing.
 test=(prometheus curl jq docker-compose yamllint prometheus-alertmanager python3
       python3-yaml python3-snappy dpkg-dev binutils systemd e2fsprogs mount util-linux
-      chromium openssl strace bc)
+      chromium openssl strace bc
+      # e2e.deb_upgrade_systemd: a Debian rootfs booted with systemd in a container
+      debootstrap systemd-container)
 bench=(prometheus-node-exporter bc python3 bpftrace trace-cmd)
 fuzz=(clang libclang-rt-dev)
 trial=(libmicrohttpd-dev libboost-dev python3 openssl)

@@ -88,6 +88,7 @@ stage_main() {
   scripts/build.sh "${launcher[@]}"
   # Every phase runs even when one failed, so one run shows every failure.
   local rc=0
+  rm -f build/ctest-junit-{unit,live,e2e,other}.xml
   main_phase "unit, lint" run_ctest build --junit ctest-junit-unit.xml -L '^(unit|lint)$' "$@" || rc=1
   main_phase live run_ctest build --junit ctest-junit-live.xml -L '^live$' "$@" || rc=1
   main_phase "e2e, qemu" run_ctest build -j "$e2e_jobs" --junit ctest-junit-e2e.xml \
@@ -100,6 +101,8 @@ stage_main() {
     main_phase "other labels" run_ctest build -j 1 --junit ctest-junit-other.xml \
       -LE '^(unit|lint|live|e2e|qemu)$' "$@" || rc=1
   fi
+  local junits=(build/ctest-junit-{unit,live,e2e,other}.xml)
+  scripts/ctest_times.py --build build --top 30 "${junits[@]}" || true
   return $rc
 }
 stage_asan() {

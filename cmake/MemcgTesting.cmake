@@ -78,17 +78,37 @@ function(memcg_gtest target)
 endfunction()
 
 # memcg_script_test(<name> KIND lint|e2e|qemu [ROOT] [TIMEOUT s] [SERIAL]
+#                   [OWN_STATE] [LOCKS name...] [PROCESSORS n] [COST s]
 #                   COMMAND ...)
 # A script or command; exit 0 passes, 77 skips, anything else fails.
 # COMMAND is a CMake list: a ';' inside a "sh -c" string splits it (use &&).
+# Under ctest -j (scripts/test.sh runs the e2e and qemu tests several at a
+# time, as most of their time is spent waiting):
+#   SERIAL      the test runs alone;
+#   OWN_STATE   (e2e, label own_state) every cgroup, tracefs instance, port
+#               and file it makes is named per process: it may run beside
+#               the others (tests/lint/kernel_tests_serial.py);
+#   LOCKS       RESOURCE_LOCKs: no two tests holding one of them run at once
+#               (the kernel state or the CPU time they really share; the
+#               names are listed where the e2e tests are registered);
+#   PROCESSORS  CPUs the test keeps busy (default 1), counted against -j;
+#   COST        seconds it took, so that the long ones start first on a
+#               clean build (later runs use ctest's own measured costs).
 function(memcg_script_test name)
-  cmake_parse_arguments(T "ROOT;SERIAL" "KIND;TIMEOUT" "COMMAND" ${ARGN})
+  cmake_parse_arguments(T "ROOT;SERIAL;OWN_STATE" "KIND;TIMEOUT;PROCESSORS;COST" "COMMAND;LOCKS"
+                        ${ARGN})
   if(NOT T_KIND MATCHES "^(lint|e2e|qemu)$")
     message(FATAL_ERROR "memcg_script_test(${name}): KIND must be lint, e2e or qemu")
   endif()
   set(labels ${T_KIND})
   if(T_ROOT)
     list(APPEND labels root)
+  endif()
+  if(T_OWN_STATE)
+    if(NOT T_KIND STREQUAL "e2e")
+      message(FATAL_ERROR "memcg_script_test(${name}): OWN_STATE is for e2e tests")
+    endif()
+    list(APPEND labels own_state)
   endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
@@ -97,4 +117,13 @@ function(memcg_script_test name)
   add_test(NAME ${T_KIND}.${name} COMMAND ${T_COMMAND})
   set_tests_properties(${T_KIND}.${name} PROPERTIES LABELS "${labels}" TIMEOUT ${T_TIMEOUT}
                        SKIP_RETURN_CODE 77 RUN_SERIAL ${T_SERIAL})
+  if(T_LOCKS)
+    set_tests_properties(${T_KIND}.${name} PROPERTIES RESOURCE_LOCK "${T_LOCKS}")
+  endif()
+  if(T_PROCESSORS)
+    set_tests_properties(${T_KIND}.${name} PROPERTIES PROCESSORS ${T_PROCESSORS})
+  endif()
+  if(T_COST)
+    set_tests_properties(${T_KIND}.${name} PROPERTIES COST ${T_COST})
+  endif()
 endfunction()

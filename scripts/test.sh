@@ -21,8 +21,13 @@
 # arguments go to the main stage's ctest. Builds use ccache when it is
 # installed (scripts/deps.sh installs it). The first stage that fails stops
 # the run; the times of those that ran are printed at the end.
-# Tests run $MEMCG_TEST_JOBS (default: nproc) at a time; those that share the
-# kernel's state are RUN_SERIAL or hold a RESOURCE_LOCK (cmake/MemcgTesting.cmake).
+# The main stage runs its tests in three ctest phases: unit and lint tests
+# $MEMCG_TEST_JOBS (default: nproc) at a time; the live tests (RUN_SERIAL:
+# they count the kernel's events); then the e2e tests and the qemu lane
+# $MEMCG_E2E_JOBS (default: 3 x nproc) at a time, as those mostly wait on
+# Prometheus, Alertmanager, scrapes and workloads. There, the ones that keep
+# CPUs busy say so (PROCESSORS, counted against -j) and the ones sharing
+# kernel state or a timing budget hold a RESOURCE_LOCK (tests/CMakeLists.txt).
 # Skips: after each ctest run, scripts/ctest_skips.py lists every skipped test
 # with its reason. With CI=true (.ci/run sets it) a skipped test labelled
 # live, root, e2e or qemu fails the stage: CI must run them all. A local run
@@ -38,6 +43,7 @@ if command -v ccache >/dev/null; then
 fi
 jobs=$(nproc)
 test_jobs=${MEMCG_TEST_JOBS:-$jobs}
+e2e_jobs=${MEMCG_E2E_JOBS:-$((3 * jobs))}
 strict=()
 [ "${CI:-}" = true ] && strict=(--strict)
 times=()
@@ -53,22 +59,51 @@ run_stage() {  # run_stage NAME COMMAND...
 report() { printf 'stage times:\n'; printf '  %s\n' "${times[@]}"; }
 trap report EXIT
 
-# run_ctest DIR ARGS...: ctest in DIR, then the skip check on its junit report
-# (also after failures, so the skips are listed either way).
+# run_ctest DIR [-j N] [--junit NAME] ARGS...: ctest in DIR ($test_jobs at a
+# time unless -j), then the skip check on its junit report (also after
+# failures, so the skips are listed either way).
 run_ctest() {
-  local dir=$1 rc=0 skip_rc=0
+  local dir=$1 rc=0 skip_rc=0 j=$test_jobs junit=ctest-junit.xml
   shift
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j "$test_jobs" \
-    --output-junit "$PWD/$dir/ctest-junit.xml" "$@" || rc=$?
-  scripts/ctest_skips.py --build "$dir" --junit "$PWD/$dir/ctest-junit.xml" "${strict[@]}" ||
+  [ "${1:-}" = -j ] && { j=$2; shift 2; }
+  [ "${1:-}" = --junit ] && { junit=$2; shift 2; }
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j "$j" \
+    --output-junit "$PWD/$dir/$junit" "$@" || rc=$?
+  scripts/ctest_skips.py --build "$dir" --junit "$PWD/$dir/$junit" "${strict[@]}" ||
     skip_rc=$?
   [ $rc = 0 ] && rc=$skip_rc
   return $rc
 }
 
+# main_phase NAME COMMAND...: one ctest phase of the main stage, timed.
+main_phase() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  echo "--- main: $name"
+  "$@" || rc=$?
+  echo "--- main: $name: $((SECONDS - start)) s, $([ $rc = 0 ] && echo ok || echo "FAILED ($rc)")"
+  return $rc
+}
 stage_main() {
   scripts/build.sh "${launcher[@]}"
-  run_ctest build "$@"
+  # Every phase runs even when one failed, so one run shows every failure.
+  local rc=0
+  rm -f build/ctest-junit-{unit,live,e2e,other}.xml
+  main_phase "unit, lint" run_ctest build --junit ctest-junit-unit.xml -L '^(unit|lint)$' "$@" || rc=1
+  main_phase live run_ctest build --junit ctest-junit-live.xml -L '^live$' "$@" || rc=1
+  main_phase "e2e, qemu" run_ctest build -j "$e2e_jobs" --junit ctest-junit-e2e.xml \
+    -L '^(e2e|qemu)$' "$@" || rc=1
+  # A test of none of these kinds still runs (one at a time), never dropped.
+  local others
+  others=$(ctest --test-dir build -N -LE '^(unit|lint|live|e2e|qemu)$' "$@" |
+           awk '/^Total Tests:/ {print $3}')
+  if [ "${others:-0}" != 0 ]; then
+    main_phase "other labels" run_ctest build -j 1 --junit ctest-junit-other.xml \
+      -LE '^(unit|lint|live|e2e|qemu)$' "$@" || rc=1
+  fi
+  local junits=(build/ctest-junit-{unit,live,e2e,other}.xml)
+  scripts/ctest_times.py --build build --top 30 "${junits[@]}" || true
+  return $rc
 }
 stage_asan() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMCG_SANITIZE=ON \
@@ -89,15 +124,16 @@ stage_asan() {
 # The threaded parts: the HTTP server (concurrent keep-alive scrapes, slow
 # clients, the worker cap), the web auth cache, the tracing aggregator and the
 # lock-id cache, the controller (its waiter, worker and control loop),
-# concurrent scrapes sharing one discovery walk, the notifier's sender, the
-# history, and the whole App at once (AppThreads: the sampler, the rule
+# concurrent scrapes sharing one discovery walk (the walk scheduler's thread:
+# DiscoveryOffScrapePath), the notifier's sender, the fleet's Alertmanager
+# puller (its pull thread, the HTTP client), the history, and the whole App at once (AppThreads: the sampler, the rule
 # engine, the HTTP front and workers under concurrent clients).
 # Their instrumented library is one build of memcg_exporter_lib.
 tsan_targets=(http_server_test tracing_aggregator_test tracing_locks_test
               controller_waiter_test controller_worker_test
               controller_controller_test memcg_unit_tests app_threads_test
-              rules_notifier_test history_test)
-tsan_suites='HttpServer|HttpServerTls|WebAuth|WebConfig|AggregatorTest|LockIds|Waiter|Worker|TokenBucket|CpuBudget|ControllerTest|ControllerV2Test|Concurrency|DiscoveryOffScrapePath|App|AppThreads|RulesNotifier|History'
+              rules_notifier_test rules_alert_puller_test history_test)
+tsan_suites='HttpServer|HttpServerTls|WebAuth|WebConfig|AggregatorTest|LockIds|Waiter|Worker|TokenBucket|CpuBudget|ControllerTest|ControllerV2Test|Concurrency|DiscoveryOffScrapePath|App|AppThreads|RulesNotifier|RulesAlertPuller|RulesAlertmanagerConfig|RulesHttpClient|History'
 stage_tsan() {
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEMCG_TSAN=ON \
     -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null

@@ -65,24 +65,11 @@ trap 'exit 1' INT TERM
 mkdir "$storm" || exit 1
 echo $((64 << 20)) > "$storm/memory.limit_in_bytes"
 
-serving() {  # serving PID URL SECONDS: the process answers URL; false as soon as it exits
-  local deadline=$((SECONDS + $3))
-  while [ $SECONDS -lt $deadline ] && kill -0 "$1" 2>/dev/null; do
-    curl -fsS -o /dev/null "$2" 2>/dev/null && return 0
-    sleep 0.2
-  done
-  return 1
-}
-for _ in 1 2 3 4 5; do
-  eport=$(free_port)
-  "$exporter" --web.listen-address="127.0.0.1:$eport" \
-    --cgroup.include="/|/memcg_exporter_test_fast_.*" \
-    --collector.vmscan.instance="memcg_exporter_test_fast_$$" \
-    --history.enable --rules.file="$repo/alerts/fast.rules.yml" 2>"$tmp/exporter.log" &
-  epid=$!
-  serving $epid "http://127.0.0.1:$eport/-/ready" 15 && break
-  kill $epid 2>/dev/null; wait $epid 2>/dev/null; epid=""
-done
+start_listening -/ready 15 "$tmp/exporter.log" "$exporter" --web.listen-address=127.0.0.1:@PORT@ \
+  --cgroup.include="/|/memcg_exporter_test_fast_.*" \
+  --collector.vmscan.instance="memcg_exporter_test_fast_$$" \
+  --history.enable --rules.file="$repo/alerts/fast.rules.yml"
+epid=$listen_pid eport=$listen_port
 [ -n "$epid" ] && pids+=($epid)
 check "exporter ready (in-process rules: alerts/fast.rules.yml)" [ -n "$epid" ]
 
@@ -98,14 +85,8 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$eport']
 YML
-for _ in 1 2 3 4 5; do
-  pport=$(free_port)
-  prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-    --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
-  ppid=$!
-  serving $ppid "http://127.0.0.1:$pport/-/ready" 30 && break
-  kill $ppid 2>/dev/null; wait $ppid 2>/dev/null; ppid=""
-done
+start_prometheus "$tmp/prometheus.yml" "$tmp"
+ppid=$prom_pid pport=$prom_port
 [ -n "$ppid" ] && pids+=($ppid)
 check "prometheus ready (alerts/memcg_exporter.rules.yml)" [ -n "$ppid" ]
 if [ $fail -gt 0 ]; then

@@ -26,7 +26,7 @@ if [ "$(id -u)" != 0 ] || [ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]; 
   echo "fleet e2e: SKIPPED: needs root and cgroup v1 memory"
   exit 77
 fi
-prom_bin=$(command -v prometheus) || { echo "fleet e2e: SKIPPED: no prometheus (scripts/deps.sh test)"; exit 77; }
+command -v prometheus >/dev/null || { echo "fleet e2e: SKIPPED: no prometheus (scripts/deps.sh test)"; exit 77; }
 am_bin=$(command -v prometheus-alertmanager || command -v alertmanager) ||
   { echo "fleet e2e: SKIPPED: no prometheus-alertmanager (scripts/deps.sh test)"; exit 77; }
 tmp=$(mktemp -d /tmp/memcg_exporter_test_fleet_e2e_XXXXXX)
@@ -55,7 +55,6 @@ done
 echo "fleet-e2e-token" > "$tmp/token"
 auth="Authorization: Bearer fleet-e2e-token"
 
-amport=$(free_port)
 cat > "$tmp/am.yml" <<'YML'
 route:
   receiver: nowhere
@@ -63,15 +62,10 @@ route:
 receivers:
   - name: nowhere
 YML
-start_am() {
-  "$am_bin" --config.file="$tmp/am.yml" --storage.path="$tmp/am" --web.listen-address="127.0.0.1:$amport" \
-    --cluster.listen-address= 2>>"$tmp/am.log" &
-  ampid=$!
-  pids+=($ampid)
-}
-start_am
-am="http://127.0.0.1:$amport"
-check "alertmanager ready" wait_http "$am/-/ready" 30
+start_alertmanager "$am_bin" "$tmp/am.yml" "$tmp"
+ampid=$am_pid amport=$am_port am=$am_url
+[ -n "$ampid" ] && pids+=($ampid)
+check "alertmanager ready" [ -n "$ampid" ]
 
 p1=$(free_port); p2=$(free_port)
 start_exporter() {  # start_exporter N PORT CGROUP
@@ -89,7 +83,6 @@ e1="http://127.0.0.1:$p1"; e2="http://127.0.0.1:$p2"
 check "exporter n1 ready" wait_http "$e1/-/ready" 60
 check "exporter n2 ready" wait_http "$e2/-/ready" 60
 
-promport=$(free_port)
 cat > "$tmp/fleet.rules.yml" <<'YML'
 groups:
   - name: fleet
@@ -109,10 +102,9 @@ scrape_configs:
       - {targets: ['127.0.0.1:$p1'], labels: {node: n1}}
       - {targets: ['127.0.0.1:$p2'], labels: {node: n2}}
 YML
-"$prom_bin" --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/prom" \
-  --web.listen-address="127.0.0.1:$promport" --rules.alert.resend-delay=1s 2>"$tmp/prom.log" &
-pids+=($!)
-check "prometheus ready" wait_http "http://127.0.0.1:$promport/-/ready" 30
+start_prometheus "$tmp/prometheus.yml" "$tmp" --rules.alert.resend-delay=1s
+[ -n "$prom_pid" ] && pids+=($prom_pid)
+check "prometheus ready" [ -n "$prom_pid" ]
 
 state() { curl -s -H "$auth" "$1/api/v1/controller/state"; }
 protected() { state "$1" | jq -e --arg c "$2" 'any(.protections[]; .cgroup == $c)' >/dev/null; }

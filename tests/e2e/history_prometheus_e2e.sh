@@ -47,7 +47,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir "$cg" && echo $((64 << 20)) > "$cg/memory.limit_in_bytes"
 
-eport=$(free_port); pport=$(free_port)
+eport=$(free_port)
 # --cgroup.max-depth=1: the test cgroup is at depth 1; a host's deep trees
 # (thousands of cgroups) are not walked on every 1 s scrape.
 "$exporter" --web.listen-address="127.0.0.1:$eport" --cgroup.include="$label" --cgroup.max-depth=1 \
@@ -64,10 +64,10 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$eport']
 YML
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-check "prometheus ready" wait_http "http://127.0.0.1:$pport/-/ready" 30
+start_prometheus "$tmp/prometheus.yml" "$tmp"
+pport=$prom_port
+[ -n "$prom_pid" ] && pids+=($prom_pid)
+check "prometheus ready" [ -n "$prom_pid" ]
 
 # The workload, inside the cgroup (so the file's page cache is charged to it):
 # write a 256 MiB file, then stream it through the 64 MiB limit over and over.

@@ -102,3 +102,63 @@ absent() {  # absent URL ERE: the exporter answered with an exposition and no li
   out=$(scraped "$1") || { echo "absent: $1 did not answer with an exposition" >&2; return 1; }
   ! grep -qE "$2" <<<"$out"
 }
+serving() {  # serving PID URL SECONDS: the process answers URL; false as soon as it exits or at the deadline
+  local deadline=$((SECONDS + $3))
+  while [ $SECONDS -lt $deadline ] && kill -0 "$1" 2>/dev/null; do
+    curl -fsS -o /dev/null "$2" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# start_listening READY_PATH SECONDS LOG COMMAND...: starts COMMAND in the
+# background with every "@PORT@" in its words replaced by a port from
+# free_port, and waits until it answers http://127.0.0.1:PORT/READY_PATH.
+# A port free at the pick can still be taken before the server binds (see
+# free_port), and a server that exits then is restarted on another port, up
+# to 5 times. Sets listen_pid and listen_port; false (both empty) when no try
+# answered. LOG gets the output of every try (appended).
+start_listening() {
+  local path=$1 secs=$2 log=$3 try w
+  shift 3
+  listen_pid="" listen_port=""
+  for try in 1 2 3 4 5; do
+    listen_port=$(free_port) || break
+    local args=()
+    for w in "$@"; do args+=("${w//@PORT@/$listen_port}"); done
+    "${args[@]}" >>"$log" 2>&1 &
+    listen_pid=$!
+    serving "$listen_pid" "http://127.0.0.1:$listen_port/$path" "$secs" && return 0
+    kill "$listen_pid" 2>/dev/null; wait "$listen_pid" 2>/dev/null
+    echo "start_listening: $1 did not answer on port $listen_port (try $try)" >&2
+    listen_pid=""
+  done
+  listen_port=""
+  return 1
+}
+# start_prometheus CONFIG DIR [ARGS...]: a Prometheus on loopback with CONFIG,
+# its storage in DIR/tsdb and its log in DIR/prometheus.log; ready when it
+# answers /-/ready (30 s a try). Sets prom_pid, prom_port and prom_url
+# (empty when it never came up, and then false).
+start_prometheus() {
+  local config=$1 dir=$2 rc=0
+  shift 2
+  start_listening -/ready 30 "$dir/prometheus.log" \
+    prometheus --config.file="$config" --storage.tsdb.path="$dir/tsdb" \
+    --web.listen-address=127.0.0.1:@PORT@ "$@" || rc=1
+  prom_pid=$listen_pid prom_port=$listen_port
+  prom_url=${prom_port:+http://127.0.0.1:$prom_port}
+  return $rc
+}
+# start_alertmanager BINARY CONFIG DIR [ARGS...]: an Alertmanager on loopback
+# (no cluster listener), storage in DIR/am, log in DIR/am.log; sets am_pid,
+# am_port and am_url like start_prometheus.
+start_alertmanager() {
+  local bin=$1 config=$2 dir=$3 rc=0
+  shift 3
+  start_listening -/ready 30 "$dir/am.log" \
+    "$bin" --config.file="$config" --storage.path="$dir/am" \
+    --web.listen-address=127.0.0.1:@PORT@ --cluster.listen-address= "$@" || rc=1
+  am_pid=$listen_pid am_port=$listen_port
+  am_url=${am_port:+http://127.0.0.1:$am_port}
+  return $rc
+}

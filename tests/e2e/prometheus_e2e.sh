@@ -43,7 +43,7 @@ mkdir "$cg" && echo $((64 << 20)) > "$cg/memory.limit_in_bytes"
 args=(--cgroup.include="$label|/" --collector.vmscan.instance="memcg_exporter_test_e2e_$$")
 want_limit=67108864
 
-eport=$(free_port); pport=$(free_port)
+eport=$(free_port)
 "$exporter" --web.listen-address="127.0.0.1:$eport" "${args[@]}" 2>"$tmp/exporter.log" &
 pids+=($!)
 check "exporter ready" wait_http "http://127.0.0.1:$eport/-/ready" 60
@@ -63,10 +63,10 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$eport']
 YML
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-check "prometheus ready" wait_http "http://127.0.0.1:$pport/-/ready" 30
+start_prometheus "$tmp/prometheus.yml" "$tmp"
+pport=$prom_port
+[ -n "$prom_pid" ] && pids+=($prom_pid)
+check "prometheus ready" [ -n "$prom_pid" ]
 
 query() {
   curl -fsS -G "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1"

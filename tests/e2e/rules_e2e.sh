@@ -95,7 +95,6 @@ PY
 pids+=($!)
 check "recorder listening" poll_until 60 test -s "$tmp/recorder.port"
 recport=$(cat "$tmp/recorder.port")
-amport=$(free_port)
 cat > "$tmp/am.yml" <<YML
 route:
   receiver: nowhere
@@ -122,11 +121,10 @@ receivers:
             type: Bearer
             credentials_file: $tmp/token
 YML
-"$am_bin" --config.file="$tmp/am.yml" --storage.path="$tmp/am" --web.listen-address="127.0.0.1:$amport" \
-  --cluster.listen-address= 2>"$tmp/am.log" &
-pids+=($!)
-check "alertmanager ready" wait_http "http://127.0.0.1:$amport/-/ready" 20
-am="http://127.0.0.1:$amport"
+start_alertmanager "$am_bin" "$tmp/am.yml" "$tmp"
+amport=$am_port am=$am_url
+[ -n "$am_pid" ] && pids+=($am_pid)
+check "alertmanager ready" [ -n "$am_pid" ]
 dead="http://127.0.0.1:$(free_port)"  # nobody listens: the notifier's errors
 "$exporter" --web.listen-address="127.0.0.1:$port" --cgroup.include="/|/memcg_exporter_test_rules_.*" \
   --collector.vmscan.instance="memcg_exporter_test_rules_$$" --controller.enable \

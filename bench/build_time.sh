@@ -10,16 +10,19 @@
 # compilers and linkers (user + system) beside the wall-clock seconds: on a loaded
 # machine the CPU figure is the steadier one. Compare the ratios.
 #   bench/build_time.sh [exporter|full|both] [-j N]      (default: both, -j 2)
+#   bench/build_time.sh --target T [-j N]                 one target and what it needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 what=both
 jobs=2
+target=
 while [ $# -gt 0 ]; do
   case "$1" in
     exporter|full|both) what=$1 ;;
+    --target) what=target; target=$2; shift ;;
     -j) jobs=$2; shift ;;
-    *) echo "usage: $0 [exporter|full|both] [-j N]" >&2; exit 2 ;;
+    *) echo "usage: $0 [exporter|full|both|--target T] [-j N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -59,12 +62,17 @@ row() {  # row <what> <old: wall cpu l0 l1> <new: wall cpu l0 l1>
 echo "cold build, $(git -C "$src" rev-parse --short HEAD)$(git -C "$src" diff --quiet HEAD || echo +dirty)," \
      "$(nproc) cpus, -j $jobs, $(date -u '+%Y-%m-%d %H:%M UTC')"
 results=()
-if [ "$what" != full ]; then
+if [ "$what" = target ]; then
+  old=$(build target_old OFF "$target")
+  new=$(build target_new ON "$target")
+  results+=("$(row "$target" $old $new)")
+fi
+if [ "$what" = exporter ] || [ "$what" = both ]; then
   old=$(build exporter_old OFF memcg_exporter)
   new=$(build exporter_new ON memcg_exporter)
   results+=("$(row exporter $old $new)")
 fi
-if [ "$what" != exporter ]; then
+if [ "$what" = full ] || [ "$what" = both ]; then
   new=$(build full_new ON)
   old=$(build full_old OFF)
   results+=("$(row full $old $new)")

@@ -3,9 +3,10 @@
 # temporary directory, runs README's first command there (scripts/run.sh: missing
 # Debian packages, the exporter's build, the exporter) with ccache disabled, and
 # times until /metrics answers 200. Then stops the exporter and removes the clone.
-#   bench/first_scrape.sh [--web.listen-address HOST:PORT] [--rev REV]
+#   bench/first_scrape.sh [--web.listen-address HOST:PORT] [--rev REV] [--ccache]
 # Default address: 127.0.0.1 and a free port (:9712 may be taken by a running
-# exporter); --rev clones that commit instead of HEAD (committed work only).
+# exporter); --rev clones that commit instead of HEAD (committed work only);
+# --ccache leaves ccache on (a warm machine, or a quick check of this script).
 # The packages scripts/deps.sh build installs are timed only where they are missing:
 # on a machine that has them this measures the build and the start.
 set -euo pipefail
@@ -13,12 +14,14 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 rev=HEAD
 addr=
+ccache_disable=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --web.listen-address) addr=$2; shift ;;
     --web.listen-address=*) addr=${1#*=} ;;
     --rev) rev=$2; shift ;;
-    *) echo "usage: $0 [--web.listen-address HOST:PORT] [--rev REV]" >&2; exit 2 ;;
+    --ccache) ccache_disable=0 ;;
+    *) echo "usage: $0 [--web.listen-address HOST:PORT] [--rev REV] [--ccache]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -39,13 +42,15 @@ cleanup() {
 trap cleanup EXIT
 
 echo "first scrape of $(git rev-parse --short "$commit") on $addr, $(nproc) cpus," \
+     "ccache $([ "$ccache_disable" = 1 ] && echo off || echo on)," \
      "load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 t0=$(date +%s.%N)
 git clone -q --no-local "$repo" "$tmp/clone"
 git -C "$tmp/clone" checkout -q "$commit"
 t_clone=$(date +%s.%N)
 # Its own process group, so that the build and the exporter stop together.
-CCACHE_DISABLE=1 setsid "$tmp/clone/scripts/run.sh" --web.listen-address="$addr" \
+[ "$ccache_disable" = 1 ] && export CCACHE_DISABLE=1
+setsid "$tmp/clone/scripts/run.sh" --web.listen-address="$addr" \
   >"$tmp/run.log" 2>&1 &
 pid=$!
 code=000

@@ -33,9 +33,10 @@ export CCACHE_DISABLE=1
 load() { cut -d' ' -f1 /proc/loadavg; }
 # build <name> <fast ON|OFF> [target]: prints the wall-clock seconds of configure +
 # build, the CPU seconds of the processes it ran, and the load before and after.
-# Runs in a subshell ($(build ...)), so `times` counts only this build's children.
-cpu() {
-  times | tail -1 | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, a, /m|s/); n += a[1] * 60 + a[2] } printf "%.0f", n }'
+# Runs in a subshell ($(build ...)), so `times` counts only this build's children;
+# `times` itself must run in that subshell (a nested $(...) would count nothing).
+cpu() {  # cpu <file with the output of times>
+  tail -1 "$1" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, a, /m|s/); n += a[1] * 60 + a[2] } printf "%.0f", n }'
 }
 build() {
   local dir=$tmp/$1 fast=$2 target=${3:-}
@@ -50,12 +51,14 @@ build() {
     cmake --build "$dir" -j "$jobs" >>"$dir.log" 2>&1
   fi || { echo "build $1 failed, see its log:" >&2; tail -20 "$dir.log" >&2; exit 1; }
   t1=$(date +%s.%N)
-  echo "$(echo "$t1 - $t0" | bc) $(cpu) $l0 $(load)"
+  times >"$dir.times"
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $(cpu "$dir.times") $l0 $(load)"
   rm -rf "$dir"
 }
 row() {  # row <what> <old: wall cpu l0 l1> <new: wall cpu l0 l1>
   printf '%-9s %7.0f %7.0f %6.2fx %7.0f %7.0f %6.2fx   %s..%s / %s..%s\n' "$1" \
-    "$2" "$6" "$(echo "scale=3; $2 / $6" | bc)" "$3" "$7" "$(echo "scale=3; $3 / $7" | bc)" \
+    "$2" "$6" "$(awk -v a="$2" -v b="$6" 'BEGIN { print a / b }')" \
+    "$3" "$7" "$(awk -v a="$3" -v b="$7" 'BEGIN { print a / b }')" \
     "$4" "$5" "$8" "$9"
 }
 

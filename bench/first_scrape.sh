@@ -66,7 +66,9 @@ if [ "$code" != 200 ]; then
   exit 1
 fi
 printf 'clone %.1f s, run.sh to the first 200 on /metrics %.1f s, total %.1f s (load %s)\n' \
-  "$(echo "$t_clone - $t0" | bc)" "$(echo "$t1 - $t_clone" | bc)" "$(echo "$t1 - $t0" | bc)" \
+  "$(awk -v a="$t0" -v b="$t_clone" 'BEGIN { print b - a }')" \
+  "$(awk -v a="$t_clone" -v b="$t1" 'BEGIN { print b - a }')" \
+  "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
 if grep -q 'warning:' "$tmp/run.log"; then
   echo "the build printed compiler warnings:" >&2

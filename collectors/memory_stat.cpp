@@ -32,7 +32,7 @@ using cgroupfs::ReadStatus;
 
 enum class Kind { kBytes, kEvents, kLimit, kSkip };
 
-struct Row {
+struct StatRow {
   std::string_view key;
   Kind kind;
   std::string_view help;
@@ -41,7 +41,7 @@ struct Row {
   std::string_view foldValue = {};  // e.g. "kswapd"
 };
 
-constexpr Row kRows[] = {
+constexpr StatRow kRows[] = {
     // Sizes.
     {"cache", Kind::kBytes, "page cache (v1)"},
     {"rss", Kind::kBytes, "anonymous and swap cache memory (v1)"},
@@ -162,8 +162,8 @@ class MemoryStatCollector : public Collector {
       fields_[0] = fields_[1] = std::regex(cfg.fields, kFlags);
     }
     // Local rows, then the v1 hierarchical ("total_") twin of each.
-    for (const Row& r : kRows) addRow(r, false);
-    for (const Row& r : kRows) {
+    for (const StatRow& r : kRows) addRow(r, false);
+    for (const StatRow& r : kRows) {
       if (r.kind != Kind::kLimit && r.kind != Kind::kSkip) addRow(r, true);
     }
   }
@@ -208,7 +208,7 @@ class MemoryStatCollector : public Collector {
     bool enabled[2];  // under the v1 (hybrid) and the v2 field set
   };
 
-  void addRow(const Row& r, bool hierarchical) {
+  void addRow(const StatRow& r, bool hierarchical) {
     std::string key = hierarchical ? std::string(kV1Hier) + std::string(r.key) : std::string(r.key);
     bool v1 = r.kind != Kind::kSkip && std::regex_match(key, fields_[0]);
     bool v2 = r.kind != Kind::kSkip && std::regex_match(key, fields_[1]);

@@ -26,7 +26,7 @@ namespace {
 using cgroupfs::FileId;
 using cgroupfs::ReadStatus;
 
-struct Row {
+struct UsageRow {
   FileId file;
   bool limit;  // value-or-max
   const metrics::Desc* desc;
@@ -61,7 +61,7 @@ class MemoryUsageCollector : public Collector {
     auto sLimit = g("memcg_swap_limit_bytes", "Swap limit (v2 memory.swap.max); +Inf when unlimited.");
     auto zUsage = g("memcg_zswap_usage_bytes", "zswap pool memory (v2 memory.zswap.current).");
     auto zLimit = g("memcg_zswap_limit_bytes", "zswap limit (v2 memory.zswap.max); +Inf when unlimited.");
-    constexpr auto kMemsw = Row::kMemsw, kKmem = Row::kKmem;
+    constexpr auto kMemsw = UsageRow::kMemsw, kKmem = UsageRow::kKmem;
     v1_ = {{FileId::kV1Usage, false, usage},
            {FileId::kV1MaxUsage, false, peak},
            {FileId::kV1Limit, true, limit},
@@ -86,16 +86,16 @@ class MemoryUsageCollector : public Collector {
   void collect(ScrapeContext& ctx, metrics::Sink& sink) override {
     // The rows this scrape reads: a file a group is off for, or whose family
     // the scrape does not want (the history's filter), is never opened.
-    thread_local std::vector<const Row*> rows;
+    thread_local std::vector<const UsageRow*> rows;
     rows.clear();
     if (ctx.tree.layout.mode == CgroupMode::kV2) {
-      for (const Row& r : v2_) {
+      for (const UsageRow& r : v2_) {
         if (ctx.wants(*r.desc)) rows.push_back(&r);
       }
     } else {
       const bool memsw = memsw_ && ctx.tree.layout.v1SwapAccounting;
-      for (const Row& r : v1_) {
-        if ((r.group == Row::kMemsw && !memsw) || (r.group == Row::kKmem && !kmem_)) continue;
+      for (const UsageRow& r : v1_) {
+        if ((r.group == UsageRow::kMemsw && !memsw) || (r.group == UsageRow::kKmem && !kmem_)) continue;
         if (ctx.wants(*r.desc)) rows.push_back(&r);
       }
     }
@@ -103,7 +103,7 @@ class MemoryUsageCollector : public Collector {
     std::vector<metrics::Family*> fams(rows.size(), nullptr);
     for (const Cgroup& cg : ctx.tree.cgroups) {
       for (size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = *rows[i];
+        const UsageRow& r = *rows[i];
         std::string_view content;
         ReadStatus st = ctx.read(*cg.dir, r.file, content);
         if (st == ReadStatus::kGone) break;
@@ -148,7 +148,7 @@ class MemoryUsageCollector : public Collector {
   const bool kmem_;
   const bool memsw_;
   std::deque<metrics::Desc> descs_;
-  std::vector<Row> v1_, v2_;
+  std::vector<UsageRow> v1_, v2_;
 };
 
 }  // namespace

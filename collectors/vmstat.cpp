@@ -19,7 +19,7 @@ namespace {
 
 using cgroupfs::ReadStatus;
 
-struct Row {
+struct VmstatRow {
   std::string_view key;
   const metrics::Desc* desc;
   std::string_view label;  // value of the desc's single label, if any
@@ -42,8 +42,8 @@ const metrics::Desc& counter(std::string_view base, std::string_view help,
   return descs.emplace_back(nodeCounter(name, "/proc/vmstat: " + std::string(help) + ".", labels));
 }
 
-std::vector<Row> buildRows() {
-  std::vector<Row> rows;
+std::vector<VmstatRow> buildRows() {
+  std::vector<VmstatRow> rows;
   auto split = [&](std::string_view base, std::string_view help, std::string_view label,
                    std::initializer_list<std::string_view> values) {
     const auto& d = counter(base, help, label);
@@ -90,8 +90,8 @@ std::vector<Row> buildRows() {
   return rows;
 }
 
-const std::vector<Row>& rows() {
-  static const std::vector<Row> kRows = buildRows();
+const std::vector<VmstatRow>& rows() {
+  static const std::vector<VmstatRow> kRows = buildRows();
   return kRows;
 }
 
@@ -108,7 +108,7 @@ class VmstatCollector : public Collector {
     ReadStatus st = cgroupfs::readFile(path_, ctx.buf, content, &err);
     if (st == ReadStatus::kError) ctx.fail(err);
     if (st != ReadStatus::kOk) return;
-    std::vector<std::pair<const Row*, double>> pending;
+    std::vector<std::pair<const VmstatRow*, double>> pending;
     Status ps = cgroupfs::parseFlatKeyed(content, path_, [&](std::string_view k, uint64_t v) {
       auto it = byKey_.find(k);
       if (it != byKey_.end()) pending.emplace_back(it->second, static_cast<double>(v));
@@ -133,8 +133,8 @@ class VmstatCollector : public Collector {
 
  private:
   std::string path_;
-  const std::vector<Row>& rows_;
-  std::unordered_map<std::string_view, const Row*> byKey_;
+  const std::vector<VmstatRow>& rows_;
+  std::unordered_map<std::string_view, const VmstatRow*> byKey_;
 };
 
 }  // namespace

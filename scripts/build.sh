@@ -4,7 +4,9 @@
 # Without --target everything is built (tests and benchmarks too); scripts/run.sh
 # builds only --target memcg_exporter. A compiler warning in the product code fails
 # the build (MEMCG_WERROR; scripts/test.sh builds through here, so CI keeps the
-# product build warning-free).
+# product build warning-free). MEMCG_FAST_BUILD is on by default (unity batches,
+# -g1, mold or gold; top CMakeLists.txt): pass -DMEMCG_FAST_BUILD=OFF for full
+# debug info and one object per source file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=()

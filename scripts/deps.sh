@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memcg_exporter needs, only those missing.
-#   deps.sh build   compilers, libraries, ccache
+#   deps.sh build   compilers and libraries: only what the exporter's build needs
+#                   (README's first command; a fresh machine's first scrape waits for it)
 #   deps.sh test    + what the tests use (promtool and a Prometheus server, curl, amtool,
 #                   openssl for the TLS test's certificates, strace for the kill -9 test,
 #                   python3 with python3-yaml for the alerts/dashboards checks and
@@ -14,10 +15,14 @@
 set -euo pipefail
 build=(build-essential cmake pkg-config git zlib1g-dev prometheus-cpp-dev
        libtraceevent-dev libtracefs-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-       libbenchmark-dev libre2-dev libcurl4-openssl-dev ccache
-       libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev
-       # the vmscan collector's bpf backend (tracing/bpf): without them it is not built
-       libbpf-dev bpftool clang)
+       libbenchmark-dev libre2-dev libcurl4-openssl-dev
+       libyaml-cpp-dev libcrypt-dev libssl-dev libcap-dev)
+# The vmscan collector's bpf backend (tracing/bpf): without them it is not built and
+# `auto` picks tracefs. clang alone is a large download, so the plain build (run.sh)
+# goes without; the test, bench and fuzz groups build and test the backend. ccache
+# speeds up repeated builds (CI, development), not a first one.
+bpf=(libbpf-dev bpftool clang)
+dev=(ccache "${bpf[@]}")
 # deployment checks (tests/deploy): compose, yamllint, amtool, python3 + yaml, the .deb
 # (dpkg-dev for dpkg-shlibdeps, systemd-analyze). node and npm (the Kubernetes schema
 # validator, installed into the build tree) come with this machine kind's image; Debian's
@@ -33,9 +38,9 @@ trial=(libmicrohttpd-dev libboost-dev python3 openssl)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
-  test) want+=("${test[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
-  bench) want+=("${test[@]}" "${bench[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
-  fuzz) want+=("${fuzz[@]}") ;;
+  test) want+=("${dev[@]}" "${test[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
+  bench) want+=("${dev[@]}" "${test[@]}" "${bench[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
+  fuzz) want+=("${dev[@]}" "${fuzz[@]}") ;;
   trial) want+=("${trial[@]}") ;;
   *) echo "usage: $0 [build|test|bench|fuzz|trial]" >&2; exit 2 ;;
 esac

@@ -2,13 +2,14 @@
 // table (routes.h), which the App fills: /metrics, /-/healthy, /-/ready, the
 // landing page and the JSON API, on one port.
 //
-// Why not civetweb (measured, e2e.http_limits): civetweb gives each connection a
-// worker thread from the moment it is accepted until the request is complete,
-// so N connections that send a partial head and wait (slowloris) starve N
-// workers: with --web.threads=4, 4 such connections stop every scrape; with
-// 64 threads, 1,000 of them do (and only ~230-290 of the 1,000 even finish
-// connecting, its listen queue is full). No option of civetweb 1.15 changes
-// that (request_timeout_ms only bounds how long each one holds a thread).
+// Why our own (measured, e2e.http_limits and bench/http_trial): the embedded
+// server the exporter started with gave each connection a worker thread from the
+// moment it was accepted until the request was complete, so N connections that
+// send a partial head and wait (slowloris) starved N workers: with 4 threads, 4
+// such connections stopped every scrape; with 64 threads, 1,000 of them did. No
+// option of it changed that (its request timeout only bounded how long each one
+// held a thread). libmicrohttpd and Boost.Beast hold the scrape bound but cost
+// 6-11x our memory per slow connection (docs/design/http-server.md).
 //
 // So one front thread (epoll) owns every connection while it is being read:
 // it accepts, reads the request line, headers and body into a bounded buffer,

@@ -49,9 +49,9 @@ for f in cpu-budget max-bytes-per-second max-nudges-per-episode max-step-bytes c
   check "--help documents --controller.$f" grep -q -- "--controller.$f" "$tmp/out"
 done
 
-# IPv6: Debian 12's civetweb is built without it. Where it has none, the
-# exporter refuses [::1] as a bad flag (exit 2, one line naming the reason;
-# README says so); where it has it, [::1] must answer like 127.0.0.1.
+# IPv6: on a host without it the exporter refuses [::1] as a bad flag (exit 2,
+# one line naming the reason); where the host has it, [::1] must answer like
+# 127.0.0.1.
 "$exporter" --web.listen-address="[::1]:$port" --no-collector.vmscan \
   --path.cgroupfs="$here/../fixtures/cgroupfs/v1" --path.procfs="$here/../fixtures/procfs" \
   >"$tmp/out" 2>"$tmp/err" </dev/null &
@@ -63,7 +63,7 @@ if kill -0 $epid 2>/dev/null; then
 else
   wait $epid; rc=$?
   lines=$(cat "$tmp/out" "$tmp/err" | grep -c .)
-  check "--web.listen-address=[::1]:$port without IPv6 in civetweb: exit 2 ($rc), one line ($lines) naming it" \
+  check "--web.listen-address=[::1]:$port without IPv6 on this host: exit 2 ($rc), one line ($lines) naming it" \
     bash -c "[ $rc = 2 ] && [ $lines = 1 ] && grep -q 'no IPv6 support' '$tmp/err'"
   addrs=("127.0.0.1:$port")
 fi

@@ -14,21 +14,11 @@ are test time, not wall time: under ctest -j several tests run at once
 """
 import argparse
 import collections
-import json
 import os
-import subprocess
 import xml.etree.ElementTree as ET
 
-
-def labels_by_test(build):
-    out = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"],
-                         check=True, capture_output=True, text=True).stdout
-    labels = {}
-    for t in json.loads(out).get("tests", []):
-        for p in t.get("properties", []):
-            if p.get("name") == "LABELS":
-                labels[t["name"]] = list(p.get("value") or [])
-    return labels
+# The script's folder is on sys.path when it is run as a script.
+from ctest_skips import labels_by_test
 
 
 def main():

@@ -202,10 +202,15 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
   __u32 tid = current_tid();
   if (!n) return;
   n->events++;
-  __u64 now = bpf_ktime_get_ns();
   int kind = kind_of(idx, tid) & 3;
   struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
   struct mt_task* t = task_of(0, n);
+  /* Read after the lookups, as the begin reads it after its own: both ends of
+   * the stall are then taken at the same point of their programs, so this
+   * program's lookups are not counted out of the stall while the begin's are
+   * counted in (the tracefs backend's timestamps, taken after this program
+   * has run at both tracepoints, see the same span). */
+  __u64 now = bpf_ktime_get_ns();
   if (!c) return;
   struct mt_reclaim* r = &c->reclaim[kind];
   r->total++;

@@ -107,8 +107,10 @@ check "/api/v1/cgroups: id is the directory inode (/web: $web_ino)" bash -c \
 check "unknown API path: 404 JSON error" bash -c "[ \$(curl -s -o $tmp/b -w '%{http_code}' $url/api/v1/nope) = 404 ] && jq -e .error $tmp/b >/dev/null"
 check "/api/v1/delays without taskstats: 503" [ "$(code "$url/api/v1/delays?cgroup=/web")" = 503 ]
 check "/api/v1/delays without ?cgroup: 400" [ "$(code "$url/api/v1/delays")" = 400 ]
-check "controller endpoints without the controller: 503" \
-  [ "$(code -X POST --data '{}' "$url/api/v1/controller/protect")" = 503 ]
+# A mutating route's auth comes first: with no --controller.token-file it is
+# refused (403, naming the flag) before the disabled controller is asked.
+check "controller's mutating endpoint without a token file: 403 naming --controller.token-file" bash -c \
+  "[ \$(curl -s -o $tmp/b -w '%{http_code}' -X POST --data '{}' $url/api/v1/controller/protect) = 403 ] && grep -q -- '--controller.token-file' $tmp/b"
 check "controller state without the controller: 503" [ "$(code "$url/api/v1/controller/state")" = 503 ]
 check "/api/v1/reclaim/report without the vmscan collector: 503" [ "$(code "$url/api/v1/reclaim/report")" = 503 ]
 check "/api/v1/locks without the vmscan collector: 503" [ "$(code "$url/api/v1/locks")" = 503 ]

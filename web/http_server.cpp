@@ -297,6 +297,18 @@ int parseRequestHead(std::string_view head, Request& r, HeadInfo& info, std::str
     why = "chunked bodies are not accepted, send Content-Length";
     return 411;
   }
+  // Two Content-Length headers that disagree frame the body two ways: a proxy in
+  // front may take the other one, so the request is refused (RFC 9112 6.3), not
+  // read with the first.
+  const std::string* first = nullptr;
+  for (const auto& [name, value] : r.headers) {
+    if (!iequals(name, "Content-Length")) continue;
+    if (first && *first != value) {
+      why = "conflicting Content-Length headers";
+      return 400;
+    }
+    first = &value;
+  }
   info.bodyLen = 0;
   std::string cl = r.header("Content-Length");
   if (!cl.empty()) {

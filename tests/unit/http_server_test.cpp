@@ -254,6 +254,24 @@ TEST(HttpServer, RefusesOversizedAndMalformedRequests) {
 // Made with Python's crypt (libxcrypt), cost 4: the password is "s3cret".
 constexpr const char* kHash = "$2b$04$fT7pJ18F1/0vWYW6yDszaO11MBQAL2h0VtgCLHFK0SFkOapCR0Z5i";
 
+TEST(HttpParser, ConflictingContentLengthsAreRefusedEqualOnesRead) {
+  http::Request req;
+  http::HeadInfo info;
+  std::string why;
+  EXPECT_EQ(http::parseRequestHead("POST /x HTTP/1.1\r\nContent-Length: 5\r\n"
+                                   "content-length: 50",
+                                   req, info, why),
+            400);
+  EXPECT_EQ(why, "conflicting Content-Length headers");
+  why.clear();
+  EXPECT_EQ(http::parseRequestHead("POST /x HTTP/1.1\r\nContent-Length: 5\r\n"
+                                   "Content-Length: 5",
+                                   req, info, why),
+            0)
+      << why;
+  EXPECT_EQ(info.bodyLen, 5u);
+}
+
 TEST(WebConfig, ParsesBasicAuthUsers) {
   auto c = parseWebConfig(std::string("basic_auth_users:\n  alice: ") + kHash + "\n");
   ASSERT_TRUE(c.ok()) << c.error().message();

@@ -179,7 +179,8 @@ struct BpfTracer::Impl {
     }
     ::close(fd);
     rows.resize(data.size() / sizeof(mt_task_row));
-    std::memcpy(rows.data(), data.data(), rows.size() * sizeof(mt_task_row));
+    // No task open: an empty vector's data() may be null, which memcpy must not get.
+    if (!rows.empty()) std::memcpy(rows.data(), data.data(), rows.size() * sizeof(mt_task_row));
     return rows;
   }
 

@@ -23,14 +23,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-serving() {  # serving PID URL SECONDS: the process answers URL; false as soon as it exits
-  local deadline=$((SECONDS + $3))
-  while [ $SECONDS -lt $deadline ] && kill -0 "$1" 2>/dev/null; do
-    curl -fsS -o /dev/null "$2" 2>/dev/null && return 0
-    sleep 0.2
-  done
-  return 1
-}
 
 tables=()
 for mode in v1 v2 hybrid; do

@@ -56,7 +56,14 @@ run_stage() {  # run_stage NAME COMMAND...
   echo "=== stage $name: $((SECONDS - start)) s, $([ $rc = 0 ] && echo ok || echo "FAILED ($rc)")"
   return $rc
 }
-report() { printf 'stage times:\n'; printf '  %s\n' "${times[@]}"; }
+# The e2e scripts reserve their ports under FREE_PORT_DIR (tests/e2e/lib.sh); this
+# run's reservations live in a folder of its own, removed with it.
+export FREE_PORT_DIR=${FREE_PORT_DIR:-$(mktemp -d /tmp/memcg_exporter_test_ports.XXXXXX)}
+report() {
+  printf 'stage times:\n'
+  printf '  %s\n' "${times[@]}"
+  case "$FREE_PORT_DIR" in /tmp/memcg_exporter_test_ports.*) rm -rf "$FREE_PORT_DIR" ;; esac
+}
 trap report EXIT
 
 # run_ctest DIR [-j N] [--junit NAME] ARGS...: ctest in DIR ($test_jobs at a

@@ -258,7 +258,9 @@ TEST(RulesNotifier, ErrorsCountedPerAlertmanager) {
     EXPECT_EQ((*n)->counts(u).sent, 2u) << u;
   EXPECT_EQ((*n)->dropped(), 0u);  // one Alertmanager took it
   // One post each in the latency histogram; the silent one's took the whole
-  // timeout (2 s: above the 1 s bucket), the others far less.
+  // timeout (2 s: above the 1 s bucket), the others far less. libcurl's own
+  // timer may fire a fraction of a millisecond before ours reads 2 s (one CI
+  // run measured 1.99985 s), so the bound is the bucket, not the exact 2 s.
   metrics::Sink sink;
   (*n)->collect(sink);
   const metrics::Family* lat = nullptr;
@@ -275,7 +277,7 @@ TEST(RulesNotifier, ErrorsCountedPerAlertmanager) {
     EXPECT_EQ(h.count, 1u) << am;
     EXPECT_EQ((*n)->counts(am).posts, 1u) << am;
     if (am == silent.url()) {
-      EXPECT_GE(h.sum, 2.0) << am;
+      EXPECT_GE(h.sum, 1.9) << am;
       EXPECT_EQ(h.cumulative[le1], 0u) << am;
     } else {
       EXPECT_LT(h.sum, 2.0) << am;
@@ -303,7 +305,8 @@ TEST(RulesNotifier, TimeoutBoundsAPost) {
                       .count();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().err, ETIMEDOUT);
-  EXPECT_GE(ms, 200);
+  // libcurl's timer can fire a fraction of a millisecond before ours.
+  EXPECT_GE(ms, 190);
 }
 
 }  // namespace

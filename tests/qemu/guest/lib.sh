@@ -109,13 +109,17 @@ start_exporter() {
 
 # stop_exporter PID: SIGTERM, then wait (up to 120 s) until it has exited, so
 # the next exporter finds no tracefs instance or port of this one. True when
-# it exited in time.
+# it exited in time. The wait uses shell builtins only (a fork and exec per
+# poll costs tens of ms under TCG). One that does not exit is a bug: its
+# threads' kernel stacks and its log go to the console (MEMCG_LOG, shown by
+# run.sh on failure), then it is killed so that the lane goes on.
 stop_exporter() {
   kill "$1" 2>/dev/null || return 0
   _i=0
   while [ "${_i}" -lt 1200 ]; do
     # Exited (a zombie until reaped counts as exited).
-    _st="$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)"
+    _st=''
+    { read -r _ _ _st _ </proc/"$1"/stat; } 2>/dev/null || _st=''
     if [ -z "${_st}" ] || [ "${_st}" = Z ]; then
       wait "$1" 2>/dev/null
       return 0
@@ -123,6 +127,14 @@ stop_exporter() {
     sleep 0.1
     _i=$((_i + 1))
   done
+  mt_info "exporter $1 did not exit within 120 s of SIGTERM: its threads follow as MEMCG_LOG lines"
+  for _t in /proc/"$1"/task/*; do
+    echo "MEMCG_LOG stop: thread ${_t##*/} $(cat "${_t}/comm" 2>/dev/null) state $(cut -d' ' -f3 "${_t}/stat" 2>/dev/null) wchan $(cat "${_t}/wchan" 2>/dev/null)"
+    sed 's/^/MEMCG_LOG stop:   /' "${_t}/stack" 2>/dev/null
+  done
+  tail -n 20 /tmp/exporter*.log 2>/dev/null | sed 's/^/MEMCG_LOG stop: log: /'
+  kill -9 "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
   return 1
 }
 

@@ -252,7 +252,11 @@ if [ "${exporter_up}" = 1 ]; then
     mt_pass exporter_still_running
     # Waits for the exit: the next test's exporter must not meet this one's
     # tracefs instance.
-    stop_exporter "${exporter_pid}"
+    if stop_exporter "${exporter_pid}"; then
+      mt_pass exporter_exits_on_sigterm
+    else
+      mt_fail exporter_exits_on_sigterm "still running 120 s after SIGTERM (its threads: MEMCG_LOG stop lines)"
+    fi
   else
     mt_fail exporter_still_running "the exporter exited during the tests"
     tail -n 20 /tmp/exporter.log | sed 's/^/MEMCG_LOG exporter: /'

@@ -6,6 +6,11 @@
 #
 #   tests/qemu/run.sh [--exporter PATH | --no-exporter] [--trace-dump PATH] [--cache DIR]
 #                     [--timeout SECONDS] [--keep] [--verbose] [--write-expected]
+#   tests/qemu/run.sh --fetch-only [--cache DIR]
+#
+# --fetch-only installs the tools and fills the kernel cache, then exits (0, or
+# 77 when the lane cannot run here): scripts/test.sh runs it in the background
+# while it builds, so that the lane itself starts from a warm cache.
 #
 # Exit: 0 when every guest test passed, 77 when the lane was skipped because
 # qemu cannot run here at all (ctest SKIP_RETURN_CODE: reported as skipped),
@@ -40,10 +45,11 @@ timeout_s="${MEMCG_QEMU_TIMEOUT:-900}"
 keep=0
 verbose=0
 write_expected=0
+fetch_only=0
 expected_file="${MEMCG_QEMU_EXPECTED:-${SCRIPT_DIR}/expected_checks.txt}"
 
 usage() {
-  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 while (($#)); do
@@ -60,6 +66,7 @@ while (($#)); do
     --keep) keep=1; shift ;;
     --verbose|-v) verbose=1; shift ;;
     --write-expected) write_expected=1; shift ;;
+    --fetch-only) fetch_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -143,7 +150,7 @@ static_busybox || skip "no static busybox at /bin/busybox"
 qemu-system-x86_64 -version >/dev/null 2>&1 || skip "qemu-system-x86_64 does not run on this host"
 
 # --- 2. the exporter ------------------------------------------------------------
-if ((no_exporter)); then
+if ((no_exporter || fetch_only)); then
   exporter=""
 elif [[ -z "${exporter}" ]]; then
   exporter="${REPO_ROOT}/build/exporter/memcg_exporter"
@@ -224,6 +231,10 @@ vmlinuz="$(find "${kcache}/root/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null 
 kver="${vmlinuz##*/vmlinuz-}"
 moddir="${kcache}/root/lib/modules/${kver}"
 [[ -d "${moddir}" ]] || die "no modules dir ${moddir}"
+if ((fetch_only)); then
+  log "fetch only: ${kernel_pkg} is in ${cache_dir} ($((SECONDS - t_start)) s)"
+  exit 0
+fi
 
 # --- 4. temp dir -----------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/memcg_exporter_test_qemu.XXXXXX")"

@@ -10,12 +10,12 @@
 #          list is at tsan_targets below)
 #   fuzz   scripts/fuzz.sh: every libFuzzer target for $MEMCG_FUZZ_SECONDS
 #          (default 10) each
-# MEMCG_TEST_STAGES="main asan" picks stages (default: all four, in this
-# order; CI runs them all). Measured on an otherwise idle 2-core machine of
-# CI's kind, one run of all four on a clean clone: main 755 s (ccache warm;
-# 550 tests in 520 s), tsan 160 s (35 tests in 6 s), asan 767 s (a cold
-# instrumented build of every unit and live target, then 515 tests in 91 s),
-# fuzz 229 s (11 targets x 10 s). For a quick local loop:
+#   bench  build/: the benchmarks compile (scripts/bench.sh runs them; they
+#          are not tests). The main stage's build leaves them out: they add
+#          nothing to its tests, and built last they reuse its libraries.
+# MEMCG_TEST_STAGES="main asan" picks stages (default: all five, in this
+# order; CI runs them all). The stage times of the last measured CI-like run
+# are in docs/benchmarks.md ("The test suite"). For a quick local loop:
 #   MEMCG_TEST_STAGES=main scripts/test.sh
 # Extra
 # arguments go to the main stage's ctest. Builds use ccache when it is
@@ -34,7 +34,7 @@
 # (e.g. without root) only lists them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stages=${MEMCG_TEST_STAGES:-main asan tsan fuzz}
+stages=${MEMCG_TEST_STAGES:-main asan tsan fuzz bench}
 scripts/deps.sh test
 launcher=()
 if command -v ccache >/dev/null; then
@@ -99,7 +99,7 @@ stage_main() {
   mkdir -p build
   tests/qemu/run.sh --fetch-only >build/qemu-fetch.log 2>&1 &
   local fetch_pid=$!
-  scripts/build.sh "${launcher[@]}"
+  scripts/build.sh "${launcher[@]}" -DBUILD_BENCH=OFF
   # Every phase runs even when one failed, so one run shows every failure.
   local rc=0
   rm -f build/ctest-junit-{unit,live,e2e,other}.xml
@@ -159,6 +159,7 @@ stage_tsan() {
     run_ctest build-tsan -R "^unit\.($tsan_suites)\\."
 }
 stage_fuzz() { scripts/fuzz.sh "${MEMCG_FUZZ_SECONDS:-10}"; }
+stage_bench() { scripts/build.sh "${launcher[@]}" -DBUILD_BENCH=ON; }
 
 for s in $stages; do
   case $s in
@@ -166,6 +167,7 @@ for s in $stages; do
     asan) run_stage asan stage_asan ;;
     tsan) run_stage tsan stage_tsan ;;
     fuzz) run_stage fuzz stage_fuzz ;;
-    *) echo "test.sh: unknown stage $s (main asan tsan fuzz)" >&2; exit 2 ;;
+    bench) run_stage bench stage_bench ;;
+    *) echo "test.sh: unknown stage $s (main asan tsan fuzz bench)" >&2; exit 2 ;;
   esac
 done

@@ -24,7 +24,7 @@ pid=
 cleanup() {
   [ -z "$pid" ] || { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
   if mountpoint -q "$trace" 2>/dev/null; then
-    rmdir "$trace/instances/memcg_exporter_test_unpriv" 2>/dev/null || true
+    rmdir "$trace/instances/memcg_exporter_test_unpriv_$$" 2>/dev/null || true
     umount "$trace" || umount -l "$trace"
   fi
   rm -rf "$tmp"
@@ -44,7 +44,7 @@ port=$(freeport)
 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,+dac_override \
   --ambient-caps=-all,+dac_override --bounding-set=-all,+dac_override --no-new-privs \
   "$bin" --web.listen-address=127.0.0.1:$port --path.tracefs="$trace" \
-  --collector.vmscan.instance=memcg_exporter_test_unpriv --log.format=json \
+  --collector.vmscan.instance=memcg_exporter_test_unpriv_$$ --log.format=json \
   >"$tmp/log" 2>&1 &
 pid=$!
 wait_up "$port" || fail "the unprivileged exporter did not come up"
@@ -52,7 +52,7 @@ wait_up "$port" || fail "the unprivileged exporter did not come up"
 curl -fsS "http://127.0.0.1:$port/metrics" > "$tmp/m"
 grep -q '^memcg_exporter_collector_success{collector="memory_stat"} 1$' "$tmp/m" || fail "memory_stat failed unprivileged"
 grep -q '^memcg_trace_up 1$' "$tmp/m" || fail "tracing is not up unprivileged: $(grep '^memcg_trace_up' "$tmp/m")"
-[ -d "$trace/instances/memcg_exporter_test_unpriv" ] || fail "no tracefs instance"
+[ -d "$trace/instances/memcg_exporter_test_unpriv_$$" ] || fail "no tracefs instance"
 echo "unprivileged (uid 65534, ambient CAP_DAC_OVERRIDE): memory_stat ok, memcg_trace_up 1"
 promtool check metrics < "$tmp/m" || fail "promtool check metrics"
 echo "promtool check metrics: clean ($(grep -vc '^#' "$tmp/m") samples)"
@@ -86,7 +86,7 @@ grep -q '^memcg_exporter_http_connections_accepted_total [1-9]' "$tmp/m2" || fai
 grep -q '^memcg_exporter_http_queue_wait_seconds_count [1-9]' "$tmp/m2" || fail "no queue wait histogram"
 
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-[ ! -e "$trace/instances/memcg_exporter_test_unpriv" ] || fail "the tracefs instance is left after exit"
+[ ! -e "$trace/instances/memcg_exporter_test_unpriv_$$" ] || fail "the tracefs instance is left after exit"
 echo "exit: tracefs instance removed"
 n=0
 while IFS= read -r line; do

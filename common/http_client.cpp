@@ -191,12 +191,14 @@ HttpClient::HttpClient(HttpClientConfig config) : config_(std::move(config)) {
   globalInit();
 }
 
-std::string queryEscape(std::string_view s) {
+std::string queryEscape(std::string_view s, bool spaceAsPlus) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
       out.push_back(static_cast<char>(c));
+    } else if (c == ' ' && spaceAsPlus) {
+      out.push_back('+');
     } else {
       out.push_back('%');
       out.push_back(kHex[c >> 4]);

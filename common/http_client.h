@@ -54,8 +54,9 @@ struct ClientUrl {
 Result<ClientUrl> parseClientUrl(std::string_view url);
 
 /// One query parameter's value, percent-encoded (RFC 3986 unreserved bytes
-/// stay, every other byte is %XX; a space is %20).
-std::string queryEscape(std::string_view s);
+/// stay, every other byte is %XX). A space is %20, or '+' with spaceAsPlus
+/// (Go's url.QueryEscape, which Prometheus' generator URLs use).
+std::string queryEscape(std::string_view s, bool spaceAsPlus = false);
 
 struct ClientReply {
   int status = 0;

@@ -119,12 +119,11 @@ const LSet* LabelPool::intern(Labels&& owned) {
 }
 
 Evaluator::Evaluator(const Storage& storage, const EngineOptions& opts, int64_t start,
-                     int64_t end, int64_t step, Deadline deadline)
+                     int64_t end, Deadline deadline)
     : storage_(storage),
       opts_(opts),
       start_(start),
       end_(end),
-      step_(step),
       deadline_(deadline) {
   checkDeadline();
   querier_ = storage_.querier(std::numeric_limits<int64_t>::min(),
@@ -999,7 +998,7 @@ Result<QueryResult> errorResult(const detail::EvalError& e) {
 Result<QueryResult> Engine::instantQuery(const Storage& storage, const Expr& expr,
                                          int64_t t, Deadline deadline) const {
   try {
-    detail::Evaluator ev(storage, opts_, t, t, 0, deadline);
+    detail::Evaluator ev(storage, opts_, t, t, deadline);
     detail::Value v = ev.eval(&expr, t);
     QueryResult r;
     r.type = v.type;
@@ -1053,7 +1052,7 @@ Result<QueryResult> Engine::rangeQuery(const Storage& storage, const Expr& expr,
         " points per timeseries. Try decreasing the query resolution (?step=XX)");
   }
   try {
-    detail::Evaluator ev(storage, opts_, start, end, step, deadline);
+    detail::Evaluator ev(storage, opts_, start, end, deadline);
     std::unordered_map<const detail::LSet*, size_t> index;
     QueryResult r;
     r.type = ValueType::kMatrix;

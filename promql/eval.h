@@ -95,8 +95,10 @@ std::string goFormatFloat(double v);
 
 class Evaluator {
  public:
+  /// [start, end]: the query's range (start() and end() in @ modifiers); the
+  /// caller steps through it.
   Evaluator(const Storage& storage, const EngineOptions& opts, int64_t start, int64_t end,
-            int64_t step, Deadline deadline = kNoDeadline);
+            Deadline deadline = kNoDeadline);
   ~Evaluator();
   Value eval(const Expr* e, int64_t ts);
   bool rangeMode() const { return start_ != end_; }
@@ -169,7 +171,7 @@ class Evaluator {
 
   const Storage& storage_;
   EngineOptions opts_;
-  int64_t start_, end_, step_;
+  int64_t start_, end_;
   Deadline deadline_;
   uint32_t ticks_ = 0;
   std::unique_ptr<Querier> querier_;

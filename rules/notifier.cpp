@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "common/http_client.h"
 #include "common/log.h"
 #include "metrics/descriptors.h"
 #include "rules/rule_file.h"
@@ -118,21 +119,8 @@ std::string postableAlertsJson(const std::vector<PostableAlert>& alerts) {
 }
 
 std::string generatorPath(std::string_view expr) {
-  // Go's url.QueryEscape: unreserved bytes stay, ' ' becomes '+', the rest %XX.
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "/api/v1/query?query=";
-  for (unsigned char c : expr) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else if (c == ' ') {
-      out.push_back('+');
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
+  // Go's url.QueryEscape, as Prometheus builds it: a space becomes '+'.
+  return "/api/v1/query?query=" + queryEscape(expr, /*spaceAsPlus=*/true);
 }
 
 Result<std::vector<AlertmanagerTarget>> alertmanagerTargets(const NotifierOptions& o) {

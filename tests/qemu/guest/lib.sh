@@ -194,6 +194,22 @@ stream_in_cgroup() {
   timeout "${STREAM_TIMEOUT}" sh -c "echo \$\$ >$1/cgroup.procs && cat $2 && :" | wc -c
 }
 
+# measured_stream CGROUP FILE: stream_in_cgroup, with the cgroup's kernel
+# counters read around it. Sets bytes (read by cat), wall (seconds, guest
+# uptime) and the deltas d_max (memory.events max), d_scan and d_steal
+# (memory.stat pgscan_direct, pgsteal_direct).
+measured_stream() {
+  _max0="$(kv "$1/memory.events" max)"
+  _scan0="$(kv "$1/memory.stat" pgscan_direct)"
+  _steal0="$(kv "$1/memory.stat" pgsteal_direct)"
+  _t0="$(uptime_s)"
+  bytes="$(stream_in_cgroup "$1" "$2")"
+  wall="$(elapsed "${_t0}" "$(uptime_s)")"
+  d_max=$(($(kv "$1/memory.events" max) - _max0))
+  d_scan=$(($(kv "$1/memory.stat" pgscan_direct) - _scan0))
+  d_steal=$(($(kv "$1/memory.stat" pgsteal_direct) - _steal0))
+}
+
 # wait_controller_state PORT TOKEN FILE PATTERN: GETs /api/v1/controller/state
 # into FILE.body every 0.5 s until the answer is 200 and its body matches
 # PATTERN (grep), 30 s at most; returns 0 when it matched. The waiter arms

@@ -104,24 +104,12 @@ expect_metric trace_up "${S0}" memcg_trace_up 1
 drop_page_cache
 scrape "${URL}/metrics" "${S0}"
 lookups0="$(metric_value "${S0}" memcg_trace_pid_lookups_total)"
-max0="$(kv "${T}/memory.events" max)"
-scan0="$(kv "${T}/memory.stat" pgscan_direct)"
-steal0="$(kv "${T}/memory.stat" pgsteal_direct)"
-t0="$(uptime_s)"
-bytes="$(stream_in_cgroup "${T}" "${STREAM}")"
-t1="$(uptime_s)"
-wall="$(elapsed "${t0}" "${t1}")"
-max1="$(kv "${T}/memory.events" max)"
-scan1="$(kv "${T}/memory.stat" pgscan_direct)"
-steal1="$(kv "${T}/memory.stat" pgsteal_direct)"
+measured_stream "${T}" "${STREAM}"
 if [ "${bytes}" = "$(stat -c %s "${STREAM}")" ]; then
   mt_pass trace_workload_streams
 else
   mt_fail trace_workload_streams "cat read ${bytes} of $(stat -c %s "${STREAM}") bytes"
 fi
-d_max=$((max1 - max0))
-d_scan=$((scan1 - scan0))
-d_steal=$((steal1 - steal0))
 mt_info "trace workload: ${bytes} bytes in ${wall}s; kernel: memory.events max +${d_max}," \
   "pgscan_direct +${d_scan}, pgsteal_direct +${d_steal} pages"
 

@@ -48,16 +48,7 @@ grep '^memcg_trace_bpf_map' "${S0}" | sed 's/^/MEMCG_LOG scrape: /'
 mkdir -p "${T}"
 echo 64M >"${T}/memory.max"
 drop_page_cache
-max0="$(kv "${T}/memory.events" max)"
-scan0="$(kv "${T}/memory.stat" pgscan_direct)"
-steal0="$(kv "${T}/memory.stat" pgsteal_direct)"
-t0="$(uptime_s)"
-bytes="$(stream_in_cgroup "${T}" "${STREAM}")"
-t1="$(uptime_s)"
-wall="$(elapsed "${t0}" "${t1}")"
-d_max=$(($(kv "${T}/memory.events" max) - max0))
-d_scan=$(($(kv "${T}/memory.stat" pgscan_direct) - scan0))
-d_steal=$(($(kv "${T}/memory.stat" pgsteal_direct) - steal0))
+measured_stream "${T}" "${STREAM}"
 mt_info "bpf workload: ${bytes} bytes in ${wall}s; kernel: memory.events max +${d_max}," \
   "pgscan_direct +${d_scan}, pgsteal_direct +${d_steal}"
 

@@ -38,11 +38,14 @@ trial=(libmicrohttpd-dev libboost-dev python3 openssl)
 want=("${build[@]}")
 case "${1:-build}" in
   build) ;;
+  # The container image's build stage (docker/Dockerfile): the exporter with its
+  # bpf backend, whose toolchain a first build on a developer's machine skips.
+  image) want+=("${bpf[@]}") ;;
   test) want+=("${dev[@]}" "${test[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
   bench) want+=("${dev[@]}" "${test[@]}" "${bench[@]}"); command -v npm >/dev/null || want+=(nodejs npm) ;;
   fuzz) want+=("${dev[@]}" "${fuzz[@]}") ;;
   trial) want+=("${trial[@]}") ;;
-  *) echo "usage: $0 [build|test|bench|fuzz|trial]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build|image|test|bench|fuzz|trial]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -70,8 +70,13 @@ def main():
     runs = [shlex.split(a) for i, a in build_steps if i == "RUN"]
     if len(runs) != 3:
         fail(f"build stage: expected 3 RUN lines (deps, build, install), got {len(runs)}")
-    if runs[0] != ["scripts/deps.sh", deps_arg]:
-        fail(f"first RUN is not `scripts/deps.sh {deps_arg}` (as scripts/run.sh): {runs[0]}")
+    # `image`: run.sh's group plus the bpf backend's toolchain (deps.sh says so).
+    deps_sh = open(os.path.join(src, "scripts/deps.sh")).read()
+    if not re.search(r'^\s*image\) want\+=\("\$\{bpf\[@\]\}"\) ;;$', deps_sh, re.M):
+        fail("scripts/deps.sh has no `image` group (the build group plus the bpf toolchain)")
+    if runs[0] not in (["scripts/deps.sh", deps_arg], ["scripts/deps.sh", "image"]):
+        fail(f"first RUN is not `scripts/deps.sh {deps_arg}` (as scripts/run.sh) or "
+             f"`scripts/deps.sh image`: {runs[0]}")
     if runs[1][0] != "scripts/build.sh":
         fail(f"second RUN is not scripts/build.sh: {runs[1]}")
     prefix = None
@@ -88,7 +93,7 @@ def main():
     if inst[:3] != ["cmake", "--install", "build"] or "DESTDIR" not in env:
         fail(f"third RUN is not `DESTDIR=... cmake --install build`: {runs[2]}")
     install_flags = inst[3:]
-    print(f"build stage: scripts/deps.sh {deps_arg}; scripts/build.sh (prefix {prefix}); "
+    print(f"build stage: scripts/deps.sh {runs[0][1]}; scripts/build.sh (prefix {prefix}); "
           f"DESTDIR={env['DESTDIR']} cmake --install build {' '.join(install_flags)}")
 
     copies = [shlex.split(a) for i, a in run_steps if i == "COPY"]

@@ -43,7 +43,7 @@ command -v ccache >/dev/null &&
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMEMCG_FUZZ=ON -DBUILD_TESTING=OFF -DBUILD_BENCH=OFF "${launcher[@]}" >/dev/null
-cmake --build build-fuzz -j "$(nproc)" >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target memcg_fuzz_targets >/dev/null
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

@@ -67,6 +67,11 @@ struct TracingService {
   std::string backend = "tracefs";
   std::string reason;
   VmscanBackend info() const { return {backend, reason, bpf.get()}; }
+  /// Whichever backend runs, for the reclaim report API (null when down).
+  tracing::ReclaimReportSource* reportSource() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
   /// Whichever backend runs, for the controller (null when down).
   tracing::ReclaimAttribution* attribution() const {
     if (tracer) return tracer.get();

@@ -349,6 +349,7 @@ void App::buildFront() {
   fo.exporterMetrics = !opts_.disableExporterMetrics;
   web::FrontParts parts{*scraper_, metrics_};
   parts.tracer = tracing_.tracer.get();
+  parts.report = tracing_.reportSource();
   parts.taskstats = taskstats_.get();
   parts.controller = controller_.get();
   parts.history = history_.get();

@@ -112,7 +112,10 @@ struct TracerOptions {
 
 /// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,
 /// and the ReclaimAttribution the controller is handed.
-class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLookup {
+class Tracer : private RecordSink,
+               public ReclaimAttribution,
+               public PidCgroupLookup,
+               public ReclaimReportSource {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -120,7 +123,7 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   ~Tracer() override;
 
   /// Thread-safe consistent copy; includes session counters (lost events).
-  TraceSnapshot snapshot() const;
+  TraceSnapshot snapshot() const override;
   /// PidCgroupLookup: the pid cache's answer (live, or exited recently).
   std::optional<PidCgroup> cgroupOf(int32_t pid) const override {
     return aggregator_->cgroupOf(pid);
@@ -138,7 +141,7 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   /// Baselines for windowed reclaim reports (/api/v1/reclaim/report?window=),
   /// recorded by the vmscan collector on every scrape and by the API on every
   /// request. Thread-safe.
-  SnapshotHistory& reportHistory() { return history_; }
+  SnapshotHistory& reportHistory() override { return history_; }
   /// Opaque lock ids for /api/v1/locks, stable for the tracer's life. Thread-safe.
   LockIds& lockIds() { return lock_ids_; }
   /// <procfs>/kallsyms of this tracer's procfs, read on first use (callers'

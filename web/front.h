@@ -18,6 +18,7 @@ struct Desc;
 }
 namespace tracing {
 class Tracer;
+class ReclaimReportSource;
 }
 namespace controller {
 class Controller;
@@ -59,7 +60,8 @@ struct FrontOptions {
 struct FrontParts {
   Scraper& scraper;             ///< /-/ready, /api/v1/cgroups
   metrics::Registry& metrics;   ///< /metrics, /api/v1/metrics; the query API registers here
-  tracing::Tracer* tracer = nullptr;        ///< /api/v1/reclaim/report, /api/v1/locks
+  tracing::Tracer* tracer = nullptr;        ///< /api/v1/locks
+  tracing::ReclaimReportSource* report = nullptr;  ///< /api/v1/reclaim/report (either backend)
   TaskstatsService* taskstats = nullptr;    ///< /api/v1/delays
   controller::Controller* controller = nullptr;  ///< /api/v1/controller/*
   history::History* history = nullptr;    ///< /api/v1/query*, the live view's series

@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +29,7 @@
 #include "tracing/bpf/memcg_trace_bpf.h"
 #include "tracing/cgroup_resolver.h"
 #include "tracing/lock_stats.h"
+#include "tracing/report_rows.h"
 #include "tracing/series_table.h"
 
 namespace memcg::tracing::bpf {
@@ -126,6 +130,24 @@ bool lookupPerCpu(int fd, const K& key, int ncpus, V& out) {
   return true;
 }
 
+// A report row as the program counted it.
+ProcessTraceStats toProcessRow(const mt_task_row& r) {
+  ProcessTraceStats p;
+  p.pid = static_cast<int32_t>(r.tid);
+  p.comm.assign(r.comm, strnlen(r.comm, sizeof r.comm));
+  p.kswapd = (r.rep.flags & MT_ROW_KSWAPD) != 0;
+  for (size_t k = 0; k < kReclaimKinds; ++k) p.reclaims[k] = r.rep.reclaims[k];
+  p.stall_ns = r.rep.stall_ns;
+  p.softlimit_ns = r.rep.softlimit_ns;
+  p.wake_requests = r.rep.wake_requests;
+  p.scanned_pages = r.rep.scanned;
+  p.reclaimed_pages = r.rep.reclaimed;
+  p.kswapd_wakeups = r.rep.kswapd_wakeups;
+  p.kswapd_rewakeups = r.rep.kswapd_rewakeups;
+  p.kswapd_awake_ns = r.rep.kswapd_awake_ns;
+  return p;
+}
+
 bool kernelHasTracepoint(const btf* vmlinux, const char* name) {
   std::string t = std::string("btf_trace_") + name;
   return vmlinux && btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF) > 0;
@@ -149,11 +171,69 @@ struct BpfTracer::Impl {
   // Map fills as the last snapshot() read them (mapSizes()); tasks have no
   // map bound: at most one entry per task, so the kernel's pid_max.
   mutable std::vector<MapSize> sizes;
+
   uint64_t pid_max = 0;
   std::unordered_set<int32_t> reclaimers;
 
+  // Report rows of exited tasks, drained from the kernel's `exited` map (the
+  // tracefs backend's own keeping: the most stalled, the rest in "other").
+  std::unique_ptr<ReportRows> exited_rows;
+  mutable std::set<int32_t> drained;  // tids drained since the last snapshot
+  mutable uint64_t exited_entries = 0;  // in the kernel map at the last drain
+  SnapshotHistory history;
+
+  // The drain thread: every second, and the report's window baselines.
+  std::thread drainer;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+
   ~Impl() {
+    {
+      std::lock_guard<std::mutex> g(stop_mu);
+      stopping = true;
+    }
+    stop_cv.notify_all();
+    if (drainer.joinable()) drainer.join();
     if (skel) memcg_trace__destroy(skel);
+  }
+
+  std::string labelOf(uint64_t cg_id) const {
+    if (cg_id == 0) return "_unknown";
+    auto p = pathOf(cg_id);
+    return p ? *p : std::string("_unknown");
+  }
+
+  // Moves the exited tasks' rows from the kernel into exited_rows (under mu).
+  void drainExited() const {
+    const int fd = bpf_map__fd(skel->maps.exited);
+    const auto keys = keysOf<uint32_t>(skel->maps.exited);
+    exited_entries = keys.size();
+    for (uint32_t tid : keys) {
+      if (tid == MT_OTHER_TID) continue;
+      mt_task_row r{};
+      if (bpf_map_lookup_and_delete_elem(fd, &tid, &r) != 0) continue;
+      ProcessTraceStats p = toProcessRow(r);
+      p.cgroup = labelOf(r.rep.cg_id);
+      drained.insert(p.pid);
+      exited_rows->keepExited(std::move(p));
+    }
+  }
+
+  void drainLoop(const BpfTracer* self) {
+    std::unique_lock<std::mutex> lk(stop_mu);
+    while (!stop_cv.wait_for(lk, std::chrono::seconds(1), [&] { return stopping; })) {
+      lk.unlock();
+      {
+        std::lock_guard<std::mutex> g(mu);
+        drainExited();
+      }
+      // The window baselines, on this thread's own clock (as the tracefs
+      // backend records them on its reader's rounds), not on a scrape.
+      const auto now = std::chrono::steady_clock::now();
+      if (history.due(now)) history.maybeRecord(now, self->snapshot());
+      lk.lock();
+    }
   }
 
   std::optional<std::string> pathOf(uint64_t id) const {
@@ -237,6 +317,8 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
+  // + the "other" entry.
+  bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
 
   // Lock probes only when asked; any probe this kernel lacks is left out
   // (cgroup_rstat_* and memcg_flush_stats are recent), as the tracefs
@@ -273,10 +355,19 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
         0)
       return makeError(errno, "bpf", "cannot create the overflow series");
+    // Likewise the report's "other" row for exited tasks the full map refuses.
+    mt_task_row other{};
+    const uint32_t okey = MT_OTHER_TID;
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.exited), &okey, &other, BPF_ANY) != 0)
+      return makeError(errno, "bpf", "cannot create the exited tasks' other row");
   }
   if (int err = memcg_trace__attach(s); err != 0)
     return makeError(-err, "bpf", "attaching the BPF programs failed");
-  return std::unique_ptr<BpfTracer>(new BpfTracer(std::move(impl)));
+  impl->exited_rows = std::make_unique<ReportRows>(o.max_processes, o.max_exited_processes);
+  auto t = std::unique_ptr<BpfTracer>(new BpfTracer(std::move(impl)));
+  const BpfTracer* self = t.get();
+  t->impl_->drainer = std::thread([self] { self->impl_->drainLoop(self); });
+  return t;
 }
 
 TraceSnapshot BpfTracer::snapshot() const {
@@ -366,7 +457,8 @@ TraceSnapshot BpfTracer::snapshot() const {
   const uint64_t now = monoNs();
   std::set<std::tuple<uint32_t, int, uint64_t>> still;
   uint64_t tasks = 0;
-  for (const mt_task_row& t : m.taskRows()) {
+  const std::vector<mt_task_row> task_rows = m.taskRows();
+  for (const mt_task_row& t : task_rows) {
     ++tasks;
     const uint32_t tid = t.tid;
     for (int i = 0; i < MT_PAIRED_KINDS; ++i) {
@@ -386,9 +478,43 @@ TraceSnapshot BpfTracer::snapshot() const {
     s.aggregator.unpaired[k][static_cast<size_t>(UnpairedReason::kBeginOpenTooLong)] =
         m.overdue_count[k];
   s.aggregator.pid_cache_entries = tasks;
+
+  // The report's rows: the live tasks' from the iterator (read first), then
+  // the exited ones drained now. A task that exited in between is in both:
+  // its exited row (final) is the one kept.
+  m.drained.clear();
+  m.drainExited();
+  std::vector<ProcessTraceStats> live;
+  ProcessTraceStats past_cap;  // live tasks beyond max_processes
+  for (const mt_task_row& t : task_rows) {
+    if (!(t.rep.flags & MT_ROW_ACTIVE) || (t.rep.flags & MT_ROW_EXITED)) continue;
+    if (m.drained.count(static_cast<int32_t>(t.tid))) continue;
+    ProcessTraceStats p = toProcessRow(t);
+    if (live.size() >= m.opts.max_processes) {
+      addReportRow(past_cap, p);
+      continue;
+    }
+    p.cgroup = m.labelOf(t.rep.cg_id);
+    live.push_back(std::move(p));
+  }
+  m.drained.clear();
+  s.processes = std::move(live);
+  m.exited_rows->copyExitedTo(s.processes);  // ends with "other"
+  {
+    ProcessTraceStats& other = s.processes.back();
+    addReportRow(other, past_cap);
+    mt_task_row k{};
+    const uint32_t okey = MT_OTHER_TID;
+    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.exited), &okey, &k) == 0)
+      addReportRow(other, toProcessRow(k));
+  }
+
   m.sizes.clear();
-  m.sizes.push_back({"cgroups", cgroup_keys, bpf_map__max_entries(m.skel->maps.cgroups)});
-  m.sizes.push_back({"tasks", tasks, m.pid_max});
+  m.sizes.push_back({"cgroups", cgroup_keys, bpf_map__max_entries(m.skel->maps.cgroups),
+                     n.overflow_events});
+  m.sizes.push_back({"tasks", tasks, m.pid_max, n.task_map_full});
+  m.sizes.push_back({"exited", m.exited_entries, bpf_map__max_entries(m.skel->maps.exited),
+                     n.exited_full});
 
   if (m.opts.locks) {
     LockSnapshot& L = s.locks;
@@ -404,7 +530,7 @@ TraceSnapshot BpfTracer::snapshot() const {
     const int lw_fd = bpf_map__fd(m.skel->maps.lock_waits);
     const auto lw_keys = keysOf<mt_lock_key>(m.skel->maps.lock_waits);
     m.sizes.push_back({"lock_waits", lw_keys.size(),
-                       bpf_map__max_entries(m.skel->maps.lock_waits)});
+                       bpf_map__max_entries(m.skel->maps.lock_waits), n.lock_map_full});
     for (const mt_lock_key& k : lw_keys) {
       // A series of a removed cgroup (its reclaim series is gone): dropped.
       if (k.cg_id != MT_NODE_ID && live_ids.count(k.cg_id) == 0) {
@@ -429,7 +555,8 @@ TraceSnapshot BpfTracer::snapshot() const {
     }
     const int rs_fd = bpf_map__fd(m.skel->maps.rstat);
     const auto rs_keys = keysOf<uint64_t>(m.skel->maps.rstat);
-    m.sizes.push_back({"rstat", rs_keys.size(), bpf_map__max_entries(m.skel->maps.rstat)});
+    // (refusals of rstat and lock_waits are counted together, on lock_waits)
+    m.sizes.push_back({"rstat", rs_keys.size(), bpf_map__max_entries(m.skel->maps.rstat), 0});
     for (uint64_t id : rs_keys) {
       mt_rstat r{};
       if (!lookupPerCpu(rs_fd, id, ncpus, r)) continue;
@@ -458,6 +585,8 @@ uint64_t BpfTracer::contentionEnds() const {
   lookupPerCpu(bpf_map__fd(impl_->skel->maps.node), zero, impl_->ncpus, n);
   return n.lock_ends;
 }
+
+SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
 
 std::vector<MapSize> BpfTracer::mapSizes() const {
   {

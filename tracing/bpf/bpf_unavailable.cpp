@@ -6,7 +6,9 @@
 
 namespace memcg::tracing::bpf {
 
-struct BpfTracer::Impl {};
+struct BpfTracer::Impl {
+  SnapshotHistory history;
+};
 
 BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BpfTracer::~BpfTracer() = default;
@@ -15,6 +17,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   return makeError(ENOSYS, "bpf", probe(o).reason);
 }
 TraceSnapshot BpfTracer::snapshot() const { return {}; }
+SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
 uint64_t BpfTracer::contentionEnds() const { return 0; }
 void BpfTracer::markReclaimer(int32_t) {}

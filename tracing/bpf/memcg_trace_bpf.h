@@ -96,6 +96,28 @@ struct mt_node {
   mt_u64 rstat_unpaired;
   mt_u64 lock_map_full;    /* lock series that could not be kept */
   mt_u64 lock_ends;        /* contention_end events seen */
+  mt_u64 exited_full;      /* exited tasks' report rows summed into "other" (exited map full) */
+};
+
+/* A task's reclaim report row (tracing/report_rows.h ProcessTraceStats, the
+ * fields the programs see). Kept in the task's own state; at its exit copied
+ * to the `exited` map, which user space drains. */
+#define MT_ROW_ACTIVE 1u /* the task did something the report shows */
+#define MT_ROW_KSWAPD 2u /* a kswapd thread (its wake/sleep were seen) */
+#define MT_ROW_EXITED 4u /* copied to `exited`: the iterator skips it */
+struct mt_task_report {
+  mt_u64 reclaims[MT_KINDS];
+  mt_u64 stall_ns;     /* direct + memcg */
+  mt_u64 softlimit_ns;
+  mt_u64 wake_requests;
+  mt_u64 scanned;      /* lru_shrink_inactive nr_scanned */
+  mt_u64 reclaimed;    /* lru_shrink_inactive nr_reclaimed */
+  mt_u64 kswapd_wakeups;
+  mt_u64 kswapd_rewakeups;
+  mt_u64 kswapd_awake_ns;
+  mt_u64 cg_id;        /* the memcg it was charged to last (0: none yet) */
+  mt_u32 flags;        /* MT_ROW_* */
+  mt_u32 pad;
 };
 
 /* Per task (thread id): reclaim begin/end pairing and open lock waits. */
@@ -115,13 +137,20 @@ struct mt_task {
   struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
   mt_u32 lru_dirty;
   mt_u32 pad;
+  struct mt_task_report rep;
 };
 
-/* One row of the task_scan iterator: a task with state. */
+/* One row of the task_scan iterator (a task with state), and the value of
+ * the `exited` map (key: tid; MT_OTHER_TID: the rows the full map could not
+ * take, summed). */
+#define MT_COMM_LEN 16
+#define MT_OTHER_TID 0
 struct mt_task_row {
   mt_u32 tid;
   mt_u32 pad;
   mt_u64 begin_ts[MT_PAIRED_KINDS];
+  char comm[MT_COMM_LEN];
+  struct mt_task_report rep;
 };
 
 /* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,

@@ -89,9 +89,9 @@ void delays(const ApiParts& a, const http::Request& req, http::Response& resp) {
 }
 
 void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& resp) {
-  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
+  if (!a.report) return http::replyError(resp, 503, kTracingDown);
   auto now = std::chrono::steady_clock::now();
-  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  tracing::TraceSnapshot snap = a.report->snapshot();
   std::string w = req.param("window");
   if (w.empty()) return http::replyJson(resp, tracing::reclaimReport(snap));
   auto secs = parseDuration(w);
@@ -99,7 +99,7 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
     return http::replyError(resp, 400,
                             "window must be a duration like 30s, 5m or 1h30m, got \"" + w + "\"");
   }
-  auto base = a.tracer->reportHistory().baseline(
+  auto base = a.report->reportHistory().baseline(
       now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                std::chrono::duration<double>(*secs)));
   if (!base) return http::replyJson(resp, tracing::reclaimReport(snap));

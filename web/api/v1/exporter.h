@@ -26,6 +26,7 @@ namespace memcg {
 class TaskstatsService;
 namespace tracing {
 class Tracer;
+class ReclaimReportSource;
 }
 }  // namespace memcg
 
@@ -34,7 +35,8 @@ namespace memcg::api {
 /// What the handlers read; the App owns all of it. Null: not running.
 struct ApiParts {
   Scraper& scraper;
-  tracing::Tracer* tracer = nullptr;       ///< /reclaim/report, /locks
+  tracing::Tracer* tracer = nullptr;       ///< /locks
+  tracing::ReclaimReportSource* report = nullptr;  ///< /reclaim/report (either backend)
   TaskstatsService* taskstats = nullptr;  ///< /delays
   /// What /metrics serves, for /api/v1/metrics; null: the scraper's own.
   const metrics::Registry* registry = nullptr;

@@ -139,6 +139,8 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
   o.memory_root = t.memory_root;
   o.memory_v2 = t.memory_v2;
   o.locks = t.locks;
+  o.lru_detail = t.lru_detail;
+  o.shrink_slab = t.shrink_slab;
   o.max_cgroups = t.aggregator.max_cgroups;
   o.max_pids = t.aggregator.max_pids;
   o.max_processes = t.aggregator.max_processes;
@@ -201,7 +203,7 @@ const metrics::Desc kBackendInfo = metrics::nodeGauge(
 const metrics::Desc kBpfMapEntries = metrics::nodeGauge(
     "memcg_trace_bpf_map_entries",
     "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, exited, lock_waits, "
-    "rstat).",
+    "rstat, details).",
     {"map"});
 const metrics::Desc kBpfMapMax = metrics::nodeGauge(
     "memcg_trace_bpf_map_max_entries",
@@ -211,10 +213,10 @@ const metrics::Desc kBpfMapMax = metrics::nodeGauge(
 
 const metrics::Desc kBpfMapFull = metrics::nodeCounter(
     "memcg_trace_bpf_map_full_total",
-    "bpf backend: what a full BPF map could not take: cgroups, events charged to "
-    "cgroup=\"_overflow\"; tasks, task state not kept (its ends count as unpaired); exited, "
-    "exited tasks' reclaim report rows summed into its \"other\" row; lock_waits, lock and "
-    "rstat events not counted.",
+    "bpf backend: what a full BPF map could not take: cgroups (and details), events charged "
+    "to cgroup=\"_overflow\"; tasks, task state not kept (its ends count as unpaired); "
+    "exited, exited tasks' reclaim report rows summed into its \"other\" row; lock_waits, "
+    "lock and rstat events not counted.",
     {"map"});
 
 class VmscanCollector : public Collector {
@@ -272,7 +274,7 @@ class VmscanCollector : public Collector {
       std::string_view name = sink.keep(m.map);
       sink.add(kBpfMapEntries, {name}, static_cast<double>(m.entries));
       sink.add(kBpfMapMax, {name}, static_cast<double>(m.max_entries));
-      if (m.map != "rstat") sink.add(kBpfMapFull, {name}, static_cast<double>(m.full));
+      if (m.map != "rstat" && m.map != "details") sink.add(kBpfMapFull, {name}, static_cast<double>(m.full));
     }
   }
 

@@ -40,6 +40,7 @@ static_assert(MT_CONTEXTS == kReclaimContexts);
 static_assert(MT_LRU_TYPES == kLruTypes);
 static_assert(MT_REASONS == kUnpairedReasons);
 static_assert(MT_WAKEUP_ORDERS == kWakeupOrders);
+static_assert(MT_LRU_LISTS == kLruLists);
 static_assert(MT_BOUNDS == kStallBoundsNs.size() && MT_BOUNDS == kLockBoundsNs.size());
 static_assert(MT_BUCKETS == StallHistogram{}.buckets.size());
 static_assert(MT_BUCKETS == LockHistogram{}.buckets.size());
@@ -316,6 +317,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   s->rodata->locks_on = o.locks ? 1 : 0;
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
+  bpf_map__set_max_entries(s->maps.details, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
   // + the "other" entry.
   bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
@@ -341,6 +343,15 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   };
   for (auto [prog, tp] : softlimit)
     bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
+  // Detail events only when asked, as the tracefs backend (scanEventWanted).
+  const std::tuple<bpf_program*, const char*, bool> detail_progs[] = {
+      {s->progs.lru_isolate, "mm_vmscan_lru_isolate", o.lru_detail},
+      {s->progs.lru_shrink_active, "mm_vmscan_lru_shrink_active", o.lru_detail},
+      {s->progs.shrink_slab_start, "mm_shrink_slab_start", o.shrink_slab},
+      {s->progs.shrink_slab_end, "mm_shrink_slab_end", o.shrink_slab},
+  };
+  for (auto [prog, tp, want] : detail_progs)
+    bpf_program__set_autoload(prog, want && kernelHasTracepoint(vmlinux, tp));
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)
@@ -355,6 +366,11 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
         0)
       return makeError(errno, "bpf", "cannot create the overflow series");
+    // And the detail series' overflow entry.
+    std::vector<uint8_t> dzero(((sizeof(mt_detail) + 7) / 8 * 8) *
+                               static_cast<size_t>(impl->ncpus));
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.details), &key, dzero.data(), BPF_ANY) != 0)
+      return makeError(errno, "bpf", "cannot create the detail overflow series");
     // Likewise the report's "other" row for exited tasks the full map refuses.
     mt_task_row other{};
     const uint32_t okey = MT_OTHER_TID;
@@ -449,6 +465,51 @@ TraceSnapshot BpfTracer::snapshot() const {
     fold(v, c);
     s.cgroups.push_back(std::move(c));
   }
+  uint64_t detail_keys = 0;
+  if (m.opts.lru_detail || m.opts.shrink_slab) {
+    // The detail series, folded into the series of the same cgroup (made if
+    // the cgroup has none: detail events outside any reclaim it counted).
+    std::unordered_map<uint64_t, size_t> at;
+    for (size_t i = 0; i < s.cgroups.size(); ++i) {
+      if (s.cgroups[i].overflow) at[MT_OVERFLOW_ID] = i;
+      else at[s.cgroups[i].id] = i;
+    }
+    const int d_fd = bpf_map__fd(m.skel->maps.details);
+    const auto d_keys = keysOf<uint64_t>(m.skel->maps.details);
+    detail_keys = d_keys.size();
+    for (uint64_t id : d_keys) {
+      mt_detail v{};
+      if (!lookupPerCpu(d_fd, id, ncpus, v)) continue;
+      CgroupTraceStats* c = nullptr;
+      if (auto it = at.find(id); it != at.end()) {
+        c = &s.cgroups[it->second];
+      } else if (auto path = m.pathOf(id); path && id != MT_OVERFLOW_ID) {
+        CgroupTraceStats n;
+        n.path = *path;
+        n.id = id;
+        s.cgroups.push_back(std::move(n));
+        at[id] = s.cgroups.size() - 1;
+        c = &s.cgroups.back();
+      } else {
+        c = &unknown;
+        have_unknown = true;
+      }
+      ScanDetail& d = c->detail;
+      for (size_t x = 0; x < kReclaimContexts; ++x) {
+        for (size_t l = 0; l < kLruTypes; ++l) {
+          for (size_t li = 0; li < kLruLists; ++li) {
+            d.isolate[x][l][li].scanned_pages += v.isolate[x][l][li].scanned;
+            d.isolate[x][l][li].taken_pages += v.isolate[x][l][li].taken;
+          }
+          d.active[x][l].taken_pages += v.active[x][l].taken;
+          d.active[x][l].deactivated_pages += v.active[x][l].deactivated;
+        }
+        d.slab[x].calls += v.slab[x].calls;
+        d.slab[x].freed_objects += v.slab[x].freed;
+        d.slab[x].ns += v.slab[x].ns;
+      }
+    }
+  }
   if (have_unknown) s.cgroups.push_back(std::move(unknown));
   std::erase_if(m.paths, [&](const auto& kv) { return live_ids.count(kv.first) == 0; });
 
@@ -515,6 +576,8 @@ TraceSnapshot BpfTracer::snapshot() const {
   m.sizes.push_back({"tasks", tasks, m.pid_max, n.task_map_full});
   m.sizes.push_back({"exited", m.exited_entries, bpf_map__max_entries(m.skel->maps.exited),
                      n.exited_full});
+  if (m.opts.lru_detail || m.opts.shrink_slab)  // (its overflow counted with cgroups')
+    m.sizes.push_back({"details", detail_keys, bpf_map__max_entries(m.skel->maps.details), 0});
 
   if (m.opts.locks) {
     LockSnapshot& L = s.locks;

@@ -18,8 +18,10 @@
 //    iterator; an exiting task's row is copied to a bounded map (`exited`)
 //    that a thread here drains every second into the same ReportRows the
 //    tracefs backend keeps exited rows in (the most stalled, then "other").
-//  - not here: cgroup migrations
-//    (tasks_attached), the LRU/writeback/slab detail events, proactive
+//  - with lru_detail / shrink_slab: the LRU isolate / shrink_active and slab
+//    shrinker detail series (ScanDetail), in a map of their own (`details`).
+//  - not here: cgroup migrations (tasks_attached), the write_folio,
+//    throttled and reclaim_pages detail events, proactive
 //    episodes' re-charging, top locks and sampled callers. The App hands the
 //    lock and taskstats-exit APIs no tracer in this mode.
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
@@ -51,6 +53,8 @@ struct BpfTracerOptions {
   std::string memory_root;
   bool memory_v2 = false;
   bool locks = false;  ///< lock probes (--collector.vmscan.locks)
+  bool lru_detail = false;   ///< lru_isolate + lru_shrink_active (--collector.vmscan.lru-detail)
+  bool shrink_slab = false;  ///< mm_shrink_slab_start/end (--collector.vmscan.shrink-slab)
   size_t max_cgroups = 2048;
   size_t max_pids = 1u << 20;
   size_t max_lock_series = 4096;

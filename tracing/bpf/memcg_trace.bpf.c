@@ -97,8 +97,17 @@ struct {
   __uint(max_entries, 2049); /* set by the loader */
 } rstat SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_detail);
+  __uint(max_entries, 2049); /* set by the loader */
+} details SEC(".maps");
+
 /* Zero values to insert from (too large for the BPF stack). */
 static struct mt_cgroup zero_cgroup;
+static struct mt_detail zero_detail;
 static struct mt_lock_wait zero_lock_wait;
 static struct mt_rstat zero_rstat;
 
@@ -384,6 +393,7 @@ int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
   struct mt_node* n = node_stats();
   if (bpf_map_delete_elem(&cgroups, &id) == 0 && n) n->cgroups_removed++;
   bpf_map_delete_elem(&rstat, &id);
+  bpf_map_delete_elem(&details, &id);
   return 0;
 }
 
@@ -439,6 +449,95 @@ int BPF_PROG(task_exit, struct task_struct* p) {
   __u32 o = MT_OTHER_TID;
   struct mt_task_row* other = bpf_map_lookup_elem(&exited, &o);
   if (other) add_report(&other->rep, &row.rep);
+  return 0;
+}
+
+/* --- detail events (autoloaded only with --collector.vmscan.lru-detail or
+ * --collector.vmscan.shrink-slab): tracing/aggregator_scan.cpp --- */
+
+/* The detail series of the current task's memcg; the overflow entry (which
+ * the loader creates) once the map is full. */
+static __always_inline struct mt_detail* detail_of(struct mt_node* n) {
+  __u64 id = current_memcg_id();
+  struct mt_detail* d = bpf_map_lookup_elem(&details, &id);
+  if (d) return d;
+  bpf_map_update_elem(&details, &id, &zero_detail, BPF_NOEXIST);
+  d = bpf_map_lookup_elem(&details, &id);
+  if (d) return d;
+  __u64 o = MT_OVERFLOW_ID;
+  if (n) n->overflow_events++;
+  return bpf_map_lookup_elem(&details, &o);
+}
+
+SEC("tp_btf/mm_vmscan_lru_isolate")
+int BPF_PROG(lru_isolate, int highest_zoneidx, int order, unsigned long nr_requested,
+             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
+             int lru) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  if (lru < 0 || lru >= 4) return 0; /* reclaim never isolates the unevictable list */
+  int cx = context_of(task_of(0, n), tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_detail* d = detail_of(n);
+  if (!d) return 0;
+  struct mt_isolate* s = &d->isolate[cx][lru >= 2 ? 1 : 0][lru & 1];
+  s->scanned += nr_scanned;
+  s->taken += nr_taken;
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_lru_shrink_active")
+int BPF_PROG(lru_shrink_active, int nid, unsigned long nr_taken, unsigned long nr_active,
+             unsigned long nr_deactivated, unsigned long nr_referenced, int priority, int file) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  int cx = context_of(task_of(0, n), tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_detail* d = detail_of(n);
+  if (!d) return 0;
+  struct mt_active* a = &d->active[cx][file ? 1 : 0];
+  a->taken += nr_taken;
+  a->deactivated += nr_deactivated;
+  return 0;
+}
+
+SEC("tp_btf/mm_shrink_slab_start")
+int BPF_PROG(shrink_slab_start) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(1, n);
+  if (!t) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  t->slab_start_ts = now ? now : 1;
+  return 0;
+}
+
+SEC("tp_btf/mm_shrink_slab_end")
+int BPF_PROG(shrink_slab_end, struct shrinker* shr, int nid, int shrinker_retval) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(0, n);
+  int cx = context_of(t, tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_detail* d = detail_of(n);
+  /* Read after the lookups, as the start reads it after its own (see
+   * reclaim_end): a shrinker call lasts ~0.5 us, so this program's lookups
+   * would otherwise be a tenth of it. */
+  __u64 now = bpf_ktime_get_ns();
+  if (d) {
+    struct mt_slab* s = &d->slab[cx];
+    s->calls++;
+    if (shrinker_retval > 0) s->freed += shrinker_retval;
+    if (t && t->slab_start_ts && now >= t->slab_start_ts) s->ns += now - t->slab_start_ts;
+  }
+  if (t) t->slab_start_ts = 0;
   return 0;
 }
 

@@ -80,6 +80,30 @@ struct mt_cgroup {
   mt_u64 wakeup_kswapd;
 };
 
+/* Per-CPU value of the `details` map (the detail events, off by default:
+ * --collector.vmscan.lru-detail, --collector.vmscan.shrink-slab), keyed by
+ * the memcg's cgroup id; apart from `cgroups` so the frequent events' series
+ * stay small. tracing/series_table.h ScanDetail. */
+#define MT_LRU_LISTS 2 /* inactive, active */
+struct mt_isolate {
+  mt_u64 scanned;
+  mt_u64 taken;
+};
+struct mt_active {
+  mt_u64 taken;
+  mt_u64 deactivated;
+};
+struct mt_slab {
+  mt_u64 calls;
+  mt_u64 freed;
+  mt_u64 ns;
+};
+struct mt_detail {
+  struct mt_isolate isolate[MT_CONTEXTS][MT_LRU_TYPES][MT_LRU_LISTS];
+  struct mt_active active[MT_CONTEXTS][MT_LRU_TYPES];
+  struct mt_slab slab[MT_CONTEXTS];
+};
+
 /* Per-CPU value of the one-entry `node` array. */
 struct mt_node {
   mt_u64 events;
@@ -137,6 +161,7 @@ struct mt_task {
   struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
   mt_u32 lru_dirty;
   mt_u32 pad;
+  mt_u64 slab_start_ts; /* open mm_shrink_slab_start (0: none) */
   struct mt_task_report rep;
 };
 

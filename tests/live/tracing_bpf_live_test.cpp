@@ -725,6 +725,10 @@ TEST(BpfLive, ReportRowsAgreeWithTracefsLiveAndExited) {
     const auto again = rowsOf(bsvc.bpf->snapshot(), rel);
     EXPECT_EQ(pidsOf(again), pidsOf(bp));
   }
+  // The drain thread recorded a window baseline (the report's ?window=).
+  EXPECT_TRUE(bsvc.bpf->reportHistory()
+                  .baseline(std::chrono::steady_clock::now(), std::chrono::seconds(0))
+                  .has_value());
   // The exited map was drained and nothing went to "other".
   for (const auto& m : bsvc.bpf->mapSizes()) {
     if (m.map != "exited") continue;

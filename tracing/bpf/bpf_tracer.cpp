@@ -189,13 +189,19 @@ struct BpfTracer::Impl {
   std::condition_variable stop_cv;
   bool stopping = false;
 
-  ~Impl() {
+  // Stops the drain thread (it reads through the BpfTracer: stopped before
+  // the BpfTracer goes).
+  void stopDrainer() {
     {
       std::lock_guard<std::mutex> g(stop_mu);
       stopping = true;
     }
     stop_cv.notify_all();
     if (drainer.joinable()) drainer.join();
+  }
+
+  ~Impl() {
+    stopDrainer();
     if (skel) memcg_trace__destroy(skel);
   }
 
@@ -280,7 +286,9 @@ struct BpfTracer::Impl {
 };
 
 BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-BpfTracer::~BpfTracer() = default;
+BpfTracer::~BpfTracer() {
+  if (impl_) impl_->stopDrainer();
+}
 
 Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   Availability a = probe(o);

@@ -139,6 +139,7 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
   o.memory_root = t.memory_root;
   o.memory_v2 = t.memory_v2;
   o.locks = t.locks;
+  o.lock_addresses = t.lock_addresses;
   o.lru_detail = t.lru_detail;
   o.shrink_slab = t.shrink_slab;
   o.max_cgroups = t.aggregator.max_cgroups;
@@ -203,7 +204,7 @@ const metrics::Desc kBackendInfo = metrics::nodeGauge(
 const metrics::Desc kBpfMapEntries = metrics::nodeGauge(
     "memcg_trace_bpf_map_entries",
     "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, exited, lock_waits, "
-    "rstat, details).",
+    "lock_addrs, rstat, details).",
     {"map"});
 const metrics::Desc kBpfMapMax = metrics::nodeGauge(
     "memcg_trace_bpf_map_max_entries",
@@ -216,7 +217,8 @@ const metrics::Desc kBpfMapFull = metrics::nodeCounter(
     "bpf backend: what a full BPF map could not take: cgroups (and details), events charged "
     "to cgroup=\"_overflow\"; tasks, task state not kept (its ends count as unpaired); "
     "exited, exited tasks' reclaim report rows summed into its \"other\" row; lock_waits, "
-    "lock and rstat events not counted.",
+    "lock and rstat events not counted; lock_addrs, contentions counted in the lock "
+    "report's other_locks.",
     {"map"});
 
 class VmscanCollector : public Collector {

@@ -72,6 +72,11 @@ struct TracingService {
     if (tracer) return tracer.get();
     return bpf.get();
   }
+  /// Whichever backend runs, for the lock API (null when down).
+  tracing::LockReportSource* lockSource() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
   /// Whichever backend runs, for the controller (null when down).
   tracing::ReclaimAttribution* attribution() const {
     if (tracer) return tracer.get();

@@ -19,6 +19,7 @@ struct Desc;
 namespace tracing {
 class Tracer;
 class ReclaimReportSource;
+class LockReportSource;
 }
 namespace controller {
 class Controller;
@@ -60,7 +61,7 @@ struct FrontOptions {
 struct FrontParts {
   Scraper& scraper;             ///< /-/ready, /api/v1/cgroups
   metrics::Registry& metrics;   ///< /metrics, /api/v1/metrics; the query API registers here
-  tracing::Tracer* tracer = nullptr;        ///< /api/v1/locks
+  tracing::LockReportSource* locks = nullptr;       ///< /api/v1/locks (either backend)
   tracing::ReclaimReportSource* report = nullptr;  ///< /api/v1/reclaim/report (either backend)
   TaskstatsService* taskstats = nullptr;    ///< /api/v1/delays
   controller::Controller* controller = nullptr;  ///< /api/v1/controller/*

@@ -33,6 +33,7 @@
 #include "tests/support/tracing_live_support.h"
 #include "tracing/bpf/bpf_tracer.h"
 #include "tracing/cgroup_resolver.h"
+#include "tracing/lock_metrics.h"
 #include "tracing/reclaim_report.h"
 #include "tracing/tracer.h"
 
@@ -493,6 +494,30 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
     EXPECT_LE(ab.contended, ours_contended);
     EXPECT_LE(ours_contended, oc.contended);
   }
+  // Top locks (the lock API): every paired wait is in one lock's row or in
+  // other_locks, the rows heaviest first, at most kTopLocks of them.
+  uint64_t waits = 0;
+  for (const auto& k : snap.locks.node) waits += k.count;
+  for (const auto& c : snap.locks.cgroups)
+    for (const auto& k : c.contention) waits += k.count;
+  uint64_t in_rows = snap.locks.other_locks.count;
+  for (const auto& t : snap.locks.top_locks) in_rows += t.count;
+  std::printf("[ live ] top locks %zu, heaviest %lu waits %.6f s; other %lu; paired waits %lu\n",
+              snap.locks.top_locks.size(),
+              snap.locks.top_locks.empty()
+                  ? 0ul
+                  : static_cast<unsigned long>(snap.locks.top_locks[0].count),
+              snap.locks.top_locks.empty() ? 0.0 : snap.locks.top_locks[0].wait_ns * 1e-9,
+              static_cast<unsigned long>(snap.locks.other_locks.count),
+              static_cast<unsigned long>(waits));
+  EXPECT_EQ(in_rows, waits);
+  ASSERT_FALSE(snap.locks.top_locks.empty());
+  EXPECT_LE(snap.locks.top_locks.size(), kTopLocks);
+  for (size_t i = 0; i + 1 < snap.locks.top_locks.size(); ++i)
+    EXPECT_GE(snap.locks.top_locks[i].wait_ns, snap.locks.top_locks[i + 1].wait_ns);
+  LockIds lock_ids;
+  const nlohmann::json rep = lockReport(snap.locks, nullptr, lock_ids, false);
+  EXPECT_EQ(rep["top_locks"].size(), snap.locks.top_locks.size());
 }
 
 // --- The reclaim report's per-task rows ---

@@ -182,6 +182,11 @@ struct BpfTracer::Impl {
   mutable std::set<int32_t> drained;  // tids drained since the last snapshot
   mutable uint64_t exited_entries = 0;  // in the kernel map at the last drain
   SnapshotHistory history;
+  // The lock API's state, and the top locks' "other" (locks moved out of
+  // the kernel map when it was half full).
+  LockIds lock_ids;
+  KallsymsOnce kallsyms;
+  mutable TopLock other_locks;
 
   // The drain thread: every second, and the report's window baselines.
   std::thread drainer;
@@ -327,6 +332,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.details, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
+  bpf_map__set_max_entries(s->maps.lock_addrs, static_cast<uint32_t>(o.max_lock_addrs + 1));
   // + the "other" entry.
   bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
 
@@ -374,6 +380,13 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
         0)
       return makeError(errno, "bpf", "cannot create the overflow series");
+    // The top locks' "other" entry.
+    std::vector<uint8_t> lzero(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
+                               static_cast<size_t>(impl->ncpus));
+    const uint64_t lkey = MT_OTHER_LOCK;
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
+        0)
+      return makeError(errno, "bpf", "cannot create the top locks' other entry");
     // And the detail series' overflow entry.
     std::vector<uint8_t> dzero(((sizeof(mt_detail) + 7) / 8 * 8) *
                                static_cast<size_t>(impl->ncpus));
@@ -644,6 +657,60 @@ TraceSnapshot BpfTracer::snapshot() const {
       series.rstat.hold.merge(hold);
     }
     for (auto& [label, series] : by_label) L.cgroups.push_back(std::move(series));
+
+    // Top locks by wait time (lock_stats.cpp's ranking). More than half the
+    // map in use: the lighter half is moved out (read and deleted at once)
+    // into "other", as the tracefs backend prunes its own table.
+    const int la_fd = bpf_map__fd(m.skel->maps.lock_addrs);
+    const auto la_keys = keysOf<uint64_t>(m.skel->maps.lock_addrs);
+    std::vector<TopLock> all;
+    TopLock other = m.other_locks;
+    for (uint64_t addr : la_keys) {
+      mt_lock_addr a{};
+      if (!lookupPerCpu(la_fd, addr, ncpus, a)) continue;
+      if (addr == MT_OTHER_LOCK) {
+        other.count += a.count;
+        other.wait_ns += a.wait_ns;
+        continue;
+      }
+      TopLock t;
+      t.addr = addr;
+      t.kind = lockKindFromFlags(a.flags);
+      t.count = a.count;
+      t.wait_ns = a.wait_ns;
+      all.push_back(t);
+    }
+    std::sort(all.begin(), all.end(), [](const TopLock& a, const TopLock& b) {
+      return a.wait_ns != b.wait_ns ? a.wait_ns > b.wait_ns : a.addr < b.addr;
+    });
+    const size_t max_addrs = m.opts.max_lock_addrs;
+    if (all.size() > max_addrs / 2) {
+      const size_t keep = max_addrs / 4;
+      std::vector<uint8_t> raw(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
+                               static_cast<size_t>(ncpus));
+      for (size_t i = keep; i < all.size(); ++i) {
+        // The value as deleted (with the adds since the walk above).
+        if (bpf_map_lookup_and_delete_elem(la_fd, &all[i].addr, raw.data()) != 0) continue;
+        const mt_lock_addr a = sumPerCpu<mt_lock_addr>(raw, ncpus);
+        m.other_locks.count += a.count;
+        m.other_locks.wait_ns += a.wait_ns;
+        other.count += a.count;
+        other.wait_ns += a.wait_ns;
+      }
+      all.resize(keep);
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i < kTopLocks) {
+        L.top_locks.push_back(all[i]);
+      } else {
+        other.count += all[i].count;
+        other.wait_ns += all[i].wait_ns;
+      }
+    }
+    other.addr = 0;
+    L.other_locks = other;
+    m.sizes.push_back({"lock_addrs", la_keys.size(), bpf_map__max_entries(m.skel->maps.lock_addrs),
+                       n.lock_addrs_full});
   }
   m.cpu_ns += threadCpuNs() - cpu0;
   s.reader_cpu_ns = m.cpu_ns;
@@ -658,6 +725,11 @@ uint64_t BpfTracer::contentionEnds() const {
 }
 
 SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
+const Kallsyms* BpfTracer::kallsyms() {
+  return impl_->kallsyms.get(impl_->opts.procfs + "/kallsyms");
+}
+LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
+bool BpfTracer::lockAddresses() const { return impl_->opts.lock_addresses; }
 
 std::vector<MapSize> BpfTracer::mapSizes() const {
   {

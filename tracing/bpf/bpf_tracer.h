@@ -22,8 +22,9 @@
 //    shrinker detail series (ScanDetail), in a map of their own (`details`).
 //  - not here: cgroup migrations (tasks_attached), the write_folio,
 //    throttled and reclaim_pages detail events, proactive
-//    episodes' re-charging, top locks and sampled callers. The App hands the
-//    lock and taskstats-exit APIs no tracer in this mode.
+//    episodes' re-charging and sampled lock callers. The App hands the
+//    taskstats-exit attribution no tracer in this mode.
+//  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
 // identity discovery knows a cgroup by), v1 and v2 alike; per task (thread
 // id) only the begin/end pairing state, dropped at the task's exit.
@@ -43,6 +44,8 @@
 #include "common/result.h"
 #include "tracing/aggregator.h"
 #include "tracing/attribution.h"
+#include "tracing/lock_metrics.h"
+#include "tracing/lock_symbols.h"
 #include "tracing/reclaim_report.h"
 
 namespace memcg::tracing::bpf {
@@ -53,6 +56,10 @@ struct BpfTracerOptions {
   std::string memory_root;
   bool memory_v2 = false;
   bool locks = false;  ///< lock probes (--collector.vmscan.locks)
+  bool lock_addresses = false;  ///< raw addresses in the lock report (--collector.vmscan.lock-addresses)
+  /// Lock addresses kept for the top locks (the lighter half is folded into
+  /// "other" when more than half are in use).
+  size_t max_lock_addrs = 1024;
   bool lru_detail = false;   ///< lru_isolate + lru_shrink_active (--collector.vmscan.lru-detail)
   bool shrink_slab = false;  ///< mm_shrink_slab_start/end (--collector.vmscan.shrink-slab)
   size_t max_cgroups = 2048;
@@ -84,7 +91,9 @@ struct MapSize {
   uint64_t full = 0;  ///< inserts the full map refused (see the map's comment)
 };
 
-class BpfTracer : public ReclaimAttribution, public ReclaimReportSource {
+class BpfTracer : public ReclaimAttribution,
+                  public ReclaimReportSource,
+                  public LockReportSource {
  public:
   /// Loads and attaches the program. On error nothing stays attached.
   static Result<std::unique_ptr<BpfTracer>> start(const BpfTracerOptions& o);
@@ -97,6 +106,10 @@ class BpfTracer : public ReclaimAttribution, public ReclaimReportSource {
   TraceSnapshot snapshot() const override;
   /// Baselines for windowed reclaim reports, recorded by the drain thread.
   SnapshotHistory& reportHistory() override;
+  /// LockReportSource: the lock API's naming state.
+  const Kallsyms* kallsyms() override;
+  LockIds& lockIds() override;
+  bool lockAddresses() const override;
   /// lock:contention_end events seen since start (paired, unpaired, and
   /// those of series dropped since): what an independent trace counts.
   uint64_t contentionEnds() const;

@@ -8,6 +8,7 @@ namespace memcg::tracing::bpf {
 
 struct BpfTracer::Impl {
   SnapshotHistory history;
+  LockIds lock_ids;
 };
 
 BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -18,6 +19,9 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
 }
 TraceSnapshot BpfTracer::snapshot() const { return {}; }
 SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
+const Kallsyms* BpfTracer::kallsyms() { return nullptr; }
+LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
+bool BpfTracer::lockAddresses() const { return false; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
 uint64_t BpfTracer::contentionEnds() const { return 0; }
 void BpfTracer::markReclaimer(int32_t) {}

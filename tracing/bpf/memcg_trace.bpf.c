@@ -89,6 +89,18 @@ struct {
   __uint(max_entries, 4096); /* set by the loader */
 } lock_waits SEC(".maps");
 
+/* Contentions by lock address (the lock API's top locks); the loader
+ * creates the MT_OTHER_LOCK entry, which takes what a full map cannot, and
+ * user space moves the lighter half of the locks into its own "other" when
+ * the map is half full (bpf_tracer.cpp). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_lock_addr);
+  __uint(max_entries, 1025); /* set by the loader */
+} lock_addrs SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -610,7 +622,24 @@ int BPF_PROG(contention_end, void* lock, int ret) {
     }
   }
   if (ret != 0) w->aborted++;
-  observe(&w->wait, now >= ts ? now - ts : 0, 1);
+  const __u64 wait = now >= ts ? now - ts : 0;
+  observe(&w->wait, wait, 1);
+  /* The lock's own series (top locks). */
+  __u64 la = addr;
+  struct mt_lock_addr* a = bpf_map_lookup_elem(&lock_addrs, &la);
+  if (!a) {
+    struct mt_lock_addr fresh = {.flags = k.flags};
+    bpf_map_update_elem(&lock_addrs, &la, &fresh, BPF_NOEXIST);
+    a = bpf_map_lookup_elem(&lock_addrs, &la);
+    if (!a) {
+      n->lock_addrs_full++;
+      la = MT_OTHER_LOCK;
+      a = bpf_map_lookup_elem(&lock_addrs, &la);
+      if (!a) return 0;
+    }
+  }
+  a->count++;
+  a->wait_ns += wait;
   return 0;
 }
 

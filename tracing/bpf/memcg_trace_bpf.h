@@ -120,6 +120,7 @@ struct mt_node {
   mt_u64 rstat_unpaired;
   mt_u64 lock_map_full;    /* lock series that could not be kept */
   mt_u64 lock_ends;        /* contention_end events seen */
+  mt_u64 lock_addrs_full;  /* contentions of locks the full lock_addrs map could not take */
   mt_u64 exited_full;      /* exited tasks' report rows summed into "other" (exited map full) */
 };
 
@@ -189,6 +190,17 @@ struct mt_lock_key {
 struct mt_lock_wait {
   mt_u64 aborted;
   struct mt_hist wait;
+};
+
+/* Per-CPU value of the `lock_addrs` map, keyed by the lock's address: the
+ * lock API's top locks (tracing/lock_stats.h TopLock). Key MT_OTHER_LOCK:
+ * the contentions a full map could not take. */
+#define MT_OTHER_LOCK 0
+struct mt_lock_addr {
+  mt_u64 count;
+  mt_u64 wait_ns;
+  mt_u32 flags; /* of the first contention seen */
+  mt_u32 pad;
 };
 
 /* Per-CPU value of the `rstat` map, keyed by the flushed cgroup's id. */

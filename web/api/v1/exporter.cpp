@@ -107,8 +107,8 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
 }
 
 void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
-  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
-  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  if (!a.locks) return http::replyError(resp, 503, kTracingDown);
+  tracing::TraceSnapshot snap = a.locks->snapshot();
   if (!snap.locks.enabled) {
     return http::replyError(resp, 503,
                             "lock probes are off (--collector.vmscan.locks) or unavailable");
@@ -116,9 +116,9 @@ void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
   // Kernel symbols only for a report that has addresses to name.
   const tracing::Kallsyms* syms = snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
                                       ? nullptr
-                                      : a.tracer->kallsyms();
-  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.tracer->lockIds(),
-                                            a.tracer->lockAddresses()));
+                                      : a.locks->kallsyms();
+  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.locks->lockIds(),
+                                            a.locks->lockAddresses()));
 }
 
 }  // namespace

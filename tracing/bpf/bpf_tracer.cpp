@@ -154,6 +154,19 @@ bool kernelHasTracepoint(const btf* vmlinux, const char* name) {
   return vmlinux && btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF) > 0;
 }
 
+// The number of arguments tracepoint `name` passes (its btf_trace_ typedef:
+// a pointer to a function of (void *, args...)); -1 if unknown.
+int tracepointArgs(const btf* vmlinux, const char* name) {
+  if (!vmlinux) return -1;
+  std::string t = std::string("btf_trace_") + name;
+  int id = btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF);
+  if (id <= 0) return -1;
+  const btf_type* ty = btf__type_by_id(vmlinux, static_cast<uint32_t>(id));
+  while (ty && (btf_is_typedef(ty) || btf_is_ptr(ty))) ty = btf__type_by_id(vmlinux, ty->type);
+  if (!ty || !btf_is_func_proto(ty)) return -1;
+  return static_cast<int>(btf_vlen(ty)) - 1;
+}
+
 }  // namespace
 
 struct BpfTracer::Impl {
@@ -359,13 +372,19 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
   // Detail events only when asked, as the tracefs backend (scanEventWanted).
   const std::tuple<bpf_program*, const char*, bool> detail_progs[] = {
-      {s->progs.lru_isolate, "mm_vmscan_lru_isolate", o.lru_detail},
+      {s->progs.lru_isolate7, "mm_vmscan_lru_isolate", o.lru_detail},
+      {s->progs.lru_isolate8, "mm_vmscan_lru_isolate", o.lru_detail},
       {s->progs.lru_shrink_active, "mm_vmscan_lru_shrink_active", o.lru_detail},
       {s->progs.shrink_slab_start, "mm_shrink_slab_start", o.shrink_slab},
       {s->progs.shrink_slab_end, "mm_shrink_slab_end", o.shrink_slab},
   };
   for (auto [prog, tp, want] : detail_progs)
     bpf_program__set_autoload(prog, want && kernelHasTracepoint(vmlinux, tp));
+  // Only the form of mm_vmscan_lru_isolate this kernel has: 6.1 passes
+  // isolate_mode before lru (8 arguments; 7 since it was dropped).
+  const int isolate_args = tracepointArgs(vmlinux, "mm_vmscan_lru_isolate");
+  if (isolate_args != 7) bpf_program__set_autoload(s->progs.lru_isolate7, false);
+  if (isolate_args != 8) bpf_program__set_autoload(s->progs.lru_isolate8, false);
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)

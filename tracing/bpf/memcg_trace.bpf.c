@@ -481,22 +481,37 @@ static __always_inline struct mt_detail* detail_of(struct mt_node* n) {
   return bpf_map_lookup_elem(&details, &o);
 }
 
-SEC("tp_btf/mm_vmscan_lru_isolate")
-int BPF_PROG(lru_isolate, int highest_zoneidx, int order, unsigned long nr_requested,
-             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
-             int lru) {
+static __always_inline void lru_isolate(unsigned long nr_scanned, unsigned long nr_taken,
+                                        int lru) {
   struct mt_node* n = node_stats();
   __u32 tid = current_tid();
-  if (!n) return 0;
+  if (!n) return;
   n->events++;
-  if (lru < 0 || lru >= 4) return 0; /* reclaim never isolates the unevictable list */
+  if (lru < 0 || lru >= 4) return; /* reclaim never isolates the unevictable list */
   int cx = context_of(task_of(0, n), tid);
-  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  if (cx < 0 || cx >= MT_CONTEXTS) return;
   struct mt_detail* d = detail_of(n);
-  if (!d) return 0;
+  if (!d) return;
   struct mt_isolate* s = &d->isolate[cx][lru >= 2 ? 1 : 0][lru & 1];
   s->scanned += nr_scanned;
   s->taken += nr_taken;
+}
+
+/* Two forms of the tracepoint: the loader loads the one the kernel's BTF
+ * has (6.1 still passes isolate_mode before lru). */
+SEC("tp_btf/mm_vmscan_lru_isolate")
+int BPF_PROG(lru_isolate7, int highest_zoneidx, int order, unsigned long nr_requested,
+             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
+             int lru) {
+  lru_isolate(nr_scanned, nr_taken, lru);
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_lru_isolate")
+int BPF_PROG(lru_isolate8, int highest_zoneidx, int order, unsigned long nr_requested,
+             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
+             unsigned int isolate_mode, int lru) {
+  lru_isolate(nr_scanned, nr_taken, lru);
   return 0;
 }
 

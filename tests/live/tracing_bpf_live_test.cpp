@@ -494,7 +494,7 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
     EXPECT_LE(ab.contended, ours_contended);
     EXPECT_LE(ours_contended, oc.contended);
   }
-  // Top locks (the lock API): every paired wait is in one lock's row or in
+  // Top locks (the lock API): the paired waits are in the locks' rows or in
   // other_locks, the rows heaviest first, at most kTopLocks of them.
   uint64_t waits = 0;
   for (const auto& k : snap.locks.node) waits += k.count;
@@ -510,7 +510,13 @@ TEST(BpfLive, LockStormNothingLostCountsWithinIndependentWindow) {
               snap.locks.top_locks.empty() ? 0.0 : snap.locks.top_locks[0].wait_ns * 1e-9,
               static_cast<unsigned long>(snap.locks.other_locks.count),
               static_cast<unsigned long>(waits));
-  EXPECT_EQ(in_rows, waits);
+  // The storm (and the host) go on while the snapshot reads the maps: the
+  // lock rows are read after the waits, so they may hold the contentions
+  // of the milliseconds between (and miss one a program on another CPU is
+  // between the two updates of). Equal up to those.
+  const uint64_t slack = std::max<uint64_t>(10, waits / 100);
+  EXPECT_LE(in_rows, waits + slack);
+  EXPECT_GE(in_rows + slack, waits);
   ASSERT_FALSE(snap.locks.top_locks.empty());
   EXPECT_LE(snap.locks.top_locks.size(), kTopLocks);
   for (size_t i = 0; i + 1 < snap.locks.top_locks.size(); ++i)

@@ -333,8 +333,13 @@ ModeResult runMode(const std::string& mode, const std::vector<std::string>& cg,
   if (bt) r.lost = static_cast<double>(bt->snapshot().events_lost);
   sc.reset();
   if (btpid > 0) {
-    ::kill(btpid, SIGINT);
-    ::waitpid(btpid, nullptr, 0);
+    // SIGINT again each second: a bpftrace run once sat in epoll_wait after
+    // its first SIGINT (4 minutes, until a second one came).
+    for (int i = 0;; ++i) {
+      if (i % 20 == 0) ::kill(btpid, SIGINT);
+      if (::waitpid(btpid, nullptr, WNOHANG) == btpid) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     const std::string out = readStr(btout);
     size_t p = out.find("@n: ");
     r.events = p == std::string::npos ? 0 : std::strtod(out.c_str() + p + 4, nullptr);

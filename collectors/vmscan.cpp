@@ -139,8 +139,13 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
   o.memory_root = t.memory_root;
   o.memory_v2 = t.memory_v2;
   o.locks = t.locks;
+  o.lock_addresses = t.lock_addresses;
+  o.lru_detail = t.lru_detail;
+  o.shrink_slab = t.shrink_slab;
   o.max_cgroups = t.aggregator.max_cgroups;
   o.max_pids = t.aggregator.max_pids;
+  o.max_processes = t.aggregator.max_processes;
+  o.max_exited_processes = t.aggregator.max_exited_processes;
   return o;
 }
 
@@ -198,12 +203,22 @@ const metrics::Desc kBackendInfo = metrics::nodeGauge(
     {"backend", "reason"});
 const metrics::Desc kBpfMapEntries = metrics::nodeGauge(
     "memcg_trace_bpf_map_entries",
-    "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, lock_waits, rstat).",
+    "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, exited, lock_waits, "
+    "lock_addrs, rstat, details).",
     {"map"});
 const metrics::Desc kBpfMapMax = metrics::nodeGauge(
     "memcg_trace_bpf_map_max_entries",
     "bpf backend: capacity of each bounded BPF map; a full cgroups map charges new cgroups to "
     "cgroup=\"_overflow\".",
+    {"map"});
+
+const metrics::Desc kBpfMapFull = metrics::nodeCounter(
+    "memcg_trace_bpf_map_full_total",
+    "bpf backend: what a full BPF map could not take: cgroups (and details), events charged "
+    "to cgroup=\"_overflow\"; tasks, task state not kept (its ends count as unpaired); "
+    "exited, exited tasks' reclaim report rows summed into its \"other\" row; lock_waits, "
+    "lock and rstat events not counted; lock_addrs, contentions counted in the lock "
+    "report's other_locks.",
     {"map"});
 
 class VmscanCollector : public Collector {
@@ -245,6 +260,7 @@ class VmscanCollector : public Collector {
     d.push_back(&kBackendInfo);
     d.push_back(&kBpfMapEntries);
     d.push_back(&kBpfMapMax);
+    d.push_back(&kBpfMapFull);
     return d;
   }
 
@@ -260,6 +276,7 @@ class VmscanCollector : public Collector {
       std::string_view name = sink.keep(m.map);
       sink.add(kBpfMapEntries, {name}, static_cast<double>(m.entries));
       sink.add(kBpfMapMax, {name}, static_cast<double>(m.max_entries));
+      if (m.map != "rstat" && m.map != "details") sink.add(kBpfMapFull, {name}, static_cast<double>(m.full));
     }
   }
 

@@ -67,6 +67,16 @@ struct TracingService {
   std::string backend = "tracefs";
   std::string reason;
   VmscanBackend info() const { return {backend, reason, bpf.get()}; }
+  /// Whichever backend runs, for the reclaim report API (null when down).
+  tracing::ReclaimReportSource* reportSource() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
+  /// Whichever backend runs, for the lock API (null when down).
+  tracing::LockReportSource* lockSource() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
   /// Whichever backend runs, for the controller (null when down).
   tracing::ReclaimAttribution* attribution() const {
     if (tracer) return tracer.get();

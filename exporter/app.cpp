@@ -348,7 +348,8 @@ void App::buildFront() {
   fo.queryMaxSamples = opts_.history.queryMaxSamples;
   fo.exporterMetrics = !opts_.disableExporterMetrics;
   web::FrontParts parts{*scraper_, metrics_};
-  parts.tracer = tracing_.tracer.get();
+  parts.locks = tracing_.lockSource();
+  parts.report = tracing_.reportSource();
   parts.taskstats = taskstats_.get();
   parts.controller = controller_.get();
   parts.history = history_.get();

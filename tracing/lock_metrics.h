@@ -82,4 +82,22 @@ class LockIds {
 nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& ids,
                           bool addresses = false);
 
+struct TraceSnapshot;  // tracing/aggregator.h
+
+/// What the lock API (/api/v1/locks) reads: a backend's lock snapshot and
+/// the report's naming state (the tracefs Tracer, the bpf backend's
+/// BpfTracer). Thread-safe.
+class LockReportSource {
+ public:
+  virtual ~LockReportSource() = default;
+  /// The snapshot whose `locks` the report renders.
+  virtual TraceSnapshot snapshot() const = 0;
+  /// Kernel symbols (<procfs>/kallsyms, read on first use); nullptr if unreadable.
+  virtual const Kallsyms* kallsyms() = 0;
+  /// Opaque lock ids, stable for the backend's life.
+  virtual LockIds& lockIds() = 0;
+  /// Whether the report may show raw kernel addresses.
+  virtual bool lockAddresses() const = 0;
+};
+
 }  // namespace memcg::tracing

@@ -74,4 +74,15 @@ class SnapshotHistory {
   std::deque<std::pair<Clock::time_point, TraceSnapshot>> kept_;
 };
 
+/// What the report API reads: a backend's snapshots and its window
+/// baselines (the tracefs Tracer, the bpf backend's BpfTracer).
+class ReclaimReportSource {
+ public:
+  virtual ~ReclaimReportSource() = default;
+  /// Thread-safe consistent copy.
+  virtual TraceSnapshot snapshot() const = 0;
+  /// Baselines for windowed reports, recorded by the backend itself. Thread-safe.
+  virtual SnapshotHistory& reportHistory() = 0;
+};
+
 }  // namespace memcg::tracing

@@ -4,9 +4,7 @@
 #include <utility>
 
 namespace memcg::tracing {
-namespace {
-
-void addInto(ProcessTraceStats& to, const ProcessTraceStats& p) {
+void addReportRow(ProcessTraceStats& to, const ProcessTraceStats& p) {
   for (size_t k = 0; k < kReclaimKinds; ++k) to.reclaims[k] += p.reclaims[k];
   to.stall_ns += p.stall_ns;
   to.softlimit_ns += p.softlimit_ns;
@@ -21,8 +19,6 @@ void addInto(ProcessTraceStats& to, const ProcessTraceStats& p) {
   to.kswapd_rewakeups += p.kswapd_rewakeups;
   to.kswapd_awake_ns += p.kswapd_awake_ns;
 }
-
-}  // namespace
 
 ReportRows::ReportRows(size_t max_processes, size_t max_exited_processes)
     : max_processes_(max_processes), max_exited_(max_exited_processes) {
@@ -70,6 +66,11 @@ void ReportRows::drop(uint32_t& index, const SeriesTable& series) {
   free_.push_back(index);
   --live_;
   index = kNoRow;
+  keepExited(std::move(p));
+}
+
+void ReportRows::keepExited(ProcessTraceStats p) {
+  p.exited = true;
   // Keep the most stalled exited tasks (ties: most reclaims); sum the rest.
   auto weight = [](const ProcessTraceStats& x) {
     uint64_t n = 0;
@@ -81,13 +82,18 @@ void ReportRows::drop(uint32_t& index, const SeriesTable& series) {
     return;
   }
   if (exited_.empty()) {
-    addInto(rows_[0], p);
+    addReportRow(rows_[0], p);
     return;
   }
   auto least = std::min_element(exited_.begin(), exited_.end(),
                                 [&](const auto& a, const auto& b) { return weight(a) < weight(b); });
   if (weight(*least) < weight(p)) std::swap(*least, p);
-  addInto(rows_[0], p);
+  addReportRow(rows_[0], p);
+}
+
+void ReportRows::copyExitedTo(std::vector<ProcessTraceStats>& out) const {
+  out.insert(out.end(), exited_.begin(), exited_.end());
+  out.push_back(rows_[0]);
 }
 
 void ReportRows::dropSlot(uint32_t slot) {
@@ -103,8 +109,7 @@ void ReportRows::copyTo(std::vector<ProcessTraceStats>& out, const SeriesTable& 
     out.push_back(rows_[i]);
     out.back().cgroup = series.labelOf(slot_[i]);
   }
-  out.insert(out.end(), exited_.begin(), exited_.end());
-  out.push_back(rows_[0]);
+  copyExitedTo(out);
 }
 
 }  // namespace memcg::tracing

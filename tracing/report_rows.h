@@ -48,6 +48,9 @@ struct ProcessTraceStats {
   uint64_t kswapd_awake_ns = 0;
 };
 
+/// Adds `p`'s counts into `to` (the "other" row's sum).
+void addReportRow(ProcessTraceStats& to, const ProcessTraceStats& p);
+
 class ReportRows {
  public:
   static constexpr uint32_t kNoRow = 0;  ///< also the index of the "other" row
@@ -64,6 +67,12 @@ class ReportRows {
   /// The task is gone: folds its row (kept among the most stalled exited
   /// tasks, or summed into "other") and sets `*index` to kNoRow.
   void drop(uint32_t& index, const SeriesTable& series);
+  /// An exited task's row (its `cgroup` label set): kept among the most
+  /// stalled exited tasks, or summed into "other". The bpf backend, whose
+  /// live rows are in the kernel, hands its exited rows here.
+  void keepExited(ProcessTraceStats p);
+  /// The kept exited rows, then "other".
+  void copyExitedTo(std::vector<ProcessTraceStats>& out) const;
   /// Series `slot` was retired: rows charged to it are now "_unknown".
   void dropSlot(uint32_t slot);
   /// Live rows, then the kept exited ones, then "other" (labels from `series`).

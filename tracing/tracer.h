@@ -112,7 +112,11 @@ struct TracerOptions {
 
 /// Also the PidCgroupLookup (attribution.h) of its pid cache, for taskstats,
 /// and the ReclaimAttribution the controller is handed.
-class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLookup {
+class Tracer : private RecordSink,
+               public ReclaimAttribution,
+               public PidCgroupLookup,
+               public ReclaimReportSource,
+               public LockReportSource {
  public:
   /// Opens the session, loads formats, enables events and starts reading.
   /// On error nothing is left behind (instance removed, tracefs unmounted).
@@ -120,7 +124,7 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   ~Tracer() override;
 
   /// Thread-safe consistent copy; includes session counters (lost events).
-  TraceSnapshot snapshot() const;
+  TraceSnapshot snapshot() const override;
   /// PidCgroupLookup: the pid cache's answer (live, or exited recently).
   std::optional<PidCgroup> cgroupOf(int32_t pid) const override {
     return aggregator_->cgroupOf(pid);
@@ -134,16 +138,16 @@ class Tracer : private RecordSink, public ReclaimAttribution, public PidCgroupLo
   /// procfs the tracer reads (for /proc/kallsyms in lock reports).
   const std::string& procfs() const { return procfs_; }
   /// Whether lock reports may show raw kernel addresses (TracerOptions).
-  bool lockAddresses() const { return lock_addresses_; }
+  bool lockAddresses() const override { return lock_addresses_; }
   /// Baselines for windowed reclaim reports (/api/v1/reclaim/report?window=),
   /// recorded by the vmscan collector on every scrape and by the API on every
   /// request. Thread-safe.
-  SnapshotHistory& reportHistory() { return history_; }
+  SnapshotHistory& reportHistory() override { return history_; }
   /// Opaque lock ids for /api/v1/locks, stable for the tracer's life. Thread-safe.
-  LockIds& lockIds() { return lock_ids_; }
+  LockIds& lockIds() override { return lock_ids_; }
   /// <procfs>/kallsyms of this tracer's procfs, read on first use (callers'
   /// thread); nullptr if it cannot be read. Thread-safe.
-  const Kallsyms* kallsyms() { return kallsyms_.get(procfs_ + "/kallsyms"); }
+  const Kallsyms* kallsyms() override { return kallsyms_.get(procfs_ + "/kallsyms"); }
 
   /// ReclaimAttribution: forwarded to the aggregator's proactive reclaimers
   /// and episodes.

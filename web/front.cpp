@@ -92,7 +92,7 @@ Front::Front(FrontOptions opts, FrontParts parts)
                           ? http::Response{200, "Ready\n", "text/plain; charset=utf-8"}
                           : http::Response{503, "Not ready\n", "text/plain; charset=utf-8"};
                 }});
-  api::ApiParts ap{scraper, parts.tracer, parts.taskstats};
+  api::ApiParts ap{scraper, parts.locks, parts.report, parts.taskstats};
   ap.registry = &parts.metrics;
   api::registerRoutes(I.routes, std::move(ap));
   I.controllerApi->registerRoutes(I.routes);

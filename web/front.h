@@ -18,6 +18,8 @@ struct Desc;
 }
 namespace tracing {
 class Tracer;
+class ReclaimReportSource;
+class LockReportSource;
 }
 namespace controller {
 class Controller;
@@ -59,7 +61,8 @@ struct FrontOptions {
 struct FrontParts {
   Scraper& scraper;             ///< /-/ready, /api/v1/cgroups
   metrics::Registry& metrics;   ///< /metrics, /api/v1/metrics; the query API registers here
-  tracing::Tracer* tracer = nullptr;        ///< /api/v1/reclaim/report, /api/v1/locks
+  tracing::LockReportSource* locks = nullptr;       ///< /api/v1/locks (either backend)
+  tracing::ReclaimReportSource* report = nullptr;  ///< /api/v1/reclaim/report (either backend)
   TaskstatsService* taskstats = nullptr;    ///< /api/v1/delays
   controller::Controller* controller = nullptr;  ///< /api/v1/controller/*
   history::History* history = nullptr;    ///< /api/v1/query*, the live view's series

@@ -78,6 +78,42 @@ TEST(ReportRows, ExitedKeepsTheMostStalledAndFoldsTheRest) {
   EXPECT_EQ(rows.liveRows(), 0u);
 }
 
+// The bpf backend's exited rows come from the kernel already labelled:
+// kept by the same rule as dropped live rows, beside the live ones.
+TEST(ReportRows, KeepExitedTakesLabelledRowsBesideDroppedOnes) {
+  Fixture f;
+  ReportRows rows(8, 2);
+  uint32_t live = ReportRows::kNoRow;
+  rows.row(live, 7, f.b, &f.comms).stall_ns = 50;
+  const uint64_t stall[3] = {5, 60, 15};
+  for (int t = 0; t < 3; ++t) {
+    ProcessTraceStats p;
+    p.pid = 100 + t;
+    p.comm = "x";
+    p.cgroup = "/bpf";
+    p.stall_ns = stall[t];
+    p.reclaims[0] = 1;
+    rows.keepExited(std::move(p));
+  }
+  std::vector<ProcessTraceStats> exited;
+  rows.copyExitedTo(exited);
+  ASSERT_EQ(exited.size(), 3u);  // the two most stalled, then "other"
+  std::vector<uint64_t> kept = {exited[0].stall_ns, exited[1].stall_ns};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<uint64_t>{15, 60}));
+  EXPECT_TRUE(exited[0].exited);
+  EXPECT_EQ(exited[0].cgroup, "/bpf");
+  EXPECT_TRUE(exited[2].other);
+  EXPECT_EQ(exited[2].stall_ns, 5u);
+  EXPECT_EQ(exited[2].reclaims[0], 1u);
+  // copyTo: the live row first, then the same exited rows and "other".
+  auto out = f.copy(rows);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].pid, 7);
+  EXPECT_EQ(out[0].cgroup, "/b");
+  EXPECT_TRUE(out[3].other);
+}
+
 TEST(ReportRows, NamesFromTheExitAndRetiredSeries) {
   Fixture f;
   ReportRows rows(8, 2);

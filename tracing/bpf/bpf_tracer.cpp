@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +29,7 @@
 #include "tracing/bpf/memcg_trace_bpf.h"
 #include "tracing/cgroup_resolver.h"
 #include "tracing/lock_stats.h"
+#include "tracing/report_rows.h"
 #include "tracing/series_table.h"
 
 namespace memcg::tracing::bpf {
@@ -36,6 +40,7 @@ static_assert(MT_CONTEXTS == kReclaimContexts);
 static_assert(MT_LRU_TYPES == kLruTypes);
 static_assert(MT_REASONS == kUnpairedReasons);
 static_assert(MT_WAKEUP_ORDERS == kWakeupOrders);
+static_assert(MT_LRU_LISTS == kLruLists);
 static_assert(MT_BOUNDS == kStallBoundsNs.size() && MT_BOUNDS == kLockBoundsNs.size());
 static_assert(MT_BUCKETS == StallHistogram{}.buckets.size());
 static_assert(MT_BUCKETS == LockHistogram{}.buckets.size());
@@ -126,9 +131,40 @@ bool lookupPerCpu(int fd, const K& key, int ncpus, V& out) {
   return true;
 }
 
+// A report row as the program counted it.
+ProcessTraceStats toProcessRow(const mt_task_row& r) {
+  ProcessTraceStats p;
+  p.pid = static_cast<int32_t>(r.tid);
+  p.comm.assign(r.comm, strnlen(r.comm, sizeof r.comm));
+  p.kswapd = (r.rep.flags & MT_ROW_KSWAPD) != 0;
+  for (size_t k = 0; k < kReclaimKinds; ++k) p.reclaims[k] = r.rep.reclaims[k];
+  p.stall_ns = r.rep.stall_ns;
+  p.softlimit_ns = r.rep.softlimit_ns;
+  p.wake_requests = r.rep.wake_requests;
+  p.scanned_pages = r.rep.scanned;
+  p.reclaimed_pages = r.rep.reclaimed;
+  p.kswapd_wakeups = r.rep.kswapd_wakeups;
+  p.kswapd_rewakeups = r.rep.kswapd_rewakeups;
+  p.kswapd_awake_ns = r.rep.kswapd_awake_ns;
+  return p;
+}
+
 bool kernelHasTracepoint(const btf* vmlinux, const char* name) {
   std::string t = std::string("btf_trace_") + name;
   return vmlinux && btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF) > 0;
+}
+
+// The number of arguments tracepoint `name` passes (its btf_trace_ typedef:
+// a pointer to a function of (void *, args...)); -1 if unknown.
+int tracepointArgs(const btf* vmlinux, const char* name) {
+  if (!vmlinux) return -1;
+  std::string t = std::string("btf_trace_") + name;
+  int id = btf__find_by_name_kind(vmlinux, t.c_str(), BTF_KIND_TYPEDEF);
+  if (id <= 0) return -1;
+  const btf_type* ty = btf__type_by_id(vmlinux, static_cast<uint32_t>(id));
+  while (ty && (btf_is_typedef(ty) || btf_is_ptr(ty))) ty = btf__type_by_id(vmlinux, ty->type);
+  if (!ty || !btf_is_func_proto(ty)) return -1;
+  return static_cast<int>(btf_vlen(ty)) - 1;
 }
 
 }  // namespace
@@ -149,11 +185,80 @@ struct BpfTracer::Impl {
   // Map fills as the last snapshot() read them (mapSizes()); tasks have no
   // map bound: at most one entry per task, so the kernel's pid_max.
   mutable std::vector<MapSize> sizes;
+
   uint64_t pid_max = 0;
   std::unordered_set<int32_t> reclaimers;
 
+  // Report rows of exited tasks, drained from the kernel's `exited` map (the
+  // tracefs backend's own keeping: the most stalled, the rest in "other").
+  std::unique_ptr<ReportRows> exited_rows;
+  mutable std::set<int32_t> drained;  // tids drained since the last snapshot
+  mutable uint64_t exited_entries = 0;  // in the kernel map at the last drain
+  SnapshotHistory history;
+  // The lock API's state, and the top locks' "other" (locks moved out of
+  // the kernel map when it was half full).
+  LockIds lock_ids;
+  KallsymsOnce kallsyms;
+  mutable TopLock other_locks;
+
+  // The drain thread: every second, and the report's window baselines.
+  std::thread drainer;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+
+  // Stops the drain thread (it reads through the BpfTracer: stopped before
+  // the BpfTracer goes).
+  void stopDrainer() {
+    {
+      std::lock_guard<std::mutex> g(stop_mu);
+      stopping = true;
+    }
+    stop_cv.notify_all();
+    if (drainer.joinable()) drainer.join();
+  }
+
   ~Impl() {
+    stopDrainer();
     if (skel) memcg_trace__destroy(skel);
+  }
+
+  std::string labelOf(uint64_t cg_id) const {
+    if (cg_id == 0) return "_unknown";
+    auto p = pathOf(cg_id);
+    return p ? *p : std::string("_unknown");
+  }
+
+  // Moves the exited tasks' rows from the kernel into exited_rows (under mu).
+  void drainExited() const {
+    const int fd = bpf_map__fd(skel->maps.exited);
+    const auto keys = keysOf<uint32_t>(skel->maps.exited);
+    exited_entries = keys.size();
+    for (uint32_t tid : keys) {
+      if (tid == MT_OTHER_TID) continue;
+      mt_task_row r{};
+      if (bpf_map_lookup_and_delete_elem(fd, &tid, &r) != 0) continue;
+      ProcessTraceStats p = toProcessRow(r);
+      p.cgroup = labelOf(r.rep.cg_id);
+      drained.insert(p.pid);
+      exited_rows->keepExited(std::move(p));
+    }
+  }
+
+  void drainLoop(const BpfTracer* self) {
+    std::unique_lock<std::mutex> lk(stop_mu);
+    while (!stop_cv.wait_for(lk, std::chrono::seconds(1), [&] { return stopping; })) {
+      lk.unlock();
+      {
+        std::lock_guard<std::mutex> g(mu);
+        drainExited();
+      }
+      // The window baselines, on this thread's own clock (as the tracefs
+      // backend records them on its reader's rounds), not on a scrape.
+      const auto now = std::chrono::steady_clock::now();
+      if (history.due(now)) history.maybeRecord(now, self->snapshot());
+      lk.lock();
+    }
   }
 
   std::optional<std::string> pathOf(uint64_t id) const {
@@ -199,7 +304,9 @@ struct BpfTracer::Impl {
 };
 
 BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-BpfTracer::~BpfTracer() = default;
+BpfTracer::~BpfTracer() {
+  if (impl_) impl_->stopDrainer();
+}
 
 Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   Availability a = probe(o);
@@ -236,7 +343,11 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   s->rodata->locks_on = o.locks ? 1 : 0;
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
+  bpf_map__set_max_entries(s->maps.details, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
+  bpf_map__set_max_entries(s->maps.lock_addrs, static_cast<uint32_t>(o.max_lock_addrs + 1));
+  // + the "other" entry.
+  bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
 
   // Lock probes only when asked; any probe this kernel lacks is left out
   // (cgroup_rstat_* and memcg_flush_stats are recent), as the tracefs
@@ -259,6 +370,21 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   };
   for (auto [prog, tp] : softlimit)
     bpf_program__set_autoload(prog, kernelHasTracepoint(vmlinux, tp));
+  // Detail events only when asked, as the tracefs backend (scanEventWanted).
+  const std::tuple<bpf_program*, const char*, bool> detail_progs[] = {
+      {s->progs.lru_isolate7, "mm_vmscan_lru_isolate", o.lru_detail},
+      {s->progs.lru_isolate8, "mm_vmscan_lru_isolate", o.lru_detail},
+      {s->progs.lru_shrink_active, "mm_vmscan_lru_shrink_active", o.lru_detail},
+      {s->progs.shrink_slab_start, "mm_shrink_slab_start", o.shrink_slab},
+      {s->progs.shrink_slab_end, "mm_shrink_slab_end", o.shrink_slab},
+  };
+  for (auto [prog, tp, want] : detail_progs)
+    bpf_program__set_autoload(prog, want && kernelHasTracepoint(vmlinux, tp));
+  // Only the form of mm_vmscan_lru_isolate this kernel has: 6.1 passes
+  // isolate_mode before lru (8 arguments; 7 since it was dropped).
+  const int isolate_args = tracepointArgs(vmlinux, "mm_vmscan_lru_isolate");
+  if (isolate_args != 7) bpf_program__set_autoload(s->progs.lru_isolate7, false);
+  if (isolate_args != 8) bpf_program__set_autoload(s->progs.lru_isolate8, false);
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)
@@ -273,10 +399,31 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
         0)
       return makeError(errno, "bpf", "cannot create the overflow series");
+    // The top locks' "other" entry.
+    std::vector<uint8_t> lzero(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
+                               static_cast<size_t>(impl->ncpus));
+    const uint64_t lkey = MT_OTHER_LOCK;
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
+        0)
+      return makeError(errno, "bpf", "cannot create the top locks' other entry");
+    // And the detail series' overflow entry.
+    std::vector<uint8_t> dzero(((sizeof(mt_detail) + 7) / 8 * 8) *
+                               static_cast<size_t>(impl->ncpus));
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.details), &key, dzero.data(), BPF_ANY) != 0)
+      return makeError(errno, "bpf", "cannot create the detail overflow series");
+    // Likewise the report's "other" row for exited tasks the full map refuses.
+    mt_task_row other{};
+    const uint32_t okey = MT_OTHER_TID;
+    if (bpf_map_update_elem(bpf_map__fd(s->maps.exited), &okey, &other, BPF_ANY) != 0)
+      return makeError(errno, "bpf", "cannot create the exited tasks' other row");
   }
   if (int err = memcg_trace__attach(s); err != 0)
     return makeError(-err, "bpf", "attaching the BPF programs failed");
-  return std::unique_ptr<BpfTracer>(new BpfTracer(std::move(impl)));
+  impl->exited_rows = std::make_unique<ReportRows>(o.max_processes, o.max_exited_processes);
+  auto t = std::unique_ptr<BpfTracer>(new BpfTracer(std::move(impl)));
+  const BpfTracer* self = t.get();
+  t->impl_->drainer = std::thread([self] { self->impl_->drainLoop(self); });
+  return t;
 }
 
 TraceSnapshot BpfTracer::snapshot() const {
@@ -358,6 +505,51 @@ TraceSnapshot BpfTracer::snapshot() const {
     fold(v, c);
     s.cgroups.push_back(std::move(c));
   }
+  uint64_t detail_keys = 0;
+  if (m.opts.lru_detail || m.opts.shrink_slab) {
+    // The detail series, folded into the series of the same cgroup (made if
+    // the cgroup has none: detail events outside any reclaim it counted).
+    std::unordered_map<uint64_t, size_t> at;
+    for (size_t i = 0; i < s.cgroups.size(); ++i) {
+      if (s.cgroups[i].overflow) at[MT_OVERFLOW_ID] = i;
+      else at[s.cgroups[i].id] = i;
+    }
+    const int d_fd = bpf_map__fd(m.skel->maps.details);
+    const auto d_keys = keysOf<uint64_t>(m.skel->maps.details);
+    detail_keys = d_keys.size();
+    for (uint64_t id : d_keys) {
+      mt_detail v{};
+      if (!lookupPerCpu(d_fd, id, ncpus, v)) continue;
+      CgroupTraceStats* c = nullptr;
+      if (auto it = at.find(id); it != at.end()) {
+        c = &s.cgroups[it->second];
+      } else if (auto path = m.pathOf(id); path && id != MT_OVERFLOW_ID) {
+        CgroupTraceStats n;
+        n.path = *path;
+        n.id = id;
+        s.cgroups.push_back(std::move(n));
+        at[id] = s.cgroups.size() - 1;
+        c = &s.cgroups.back();
+      } else {
+        c = &unknown;
+        have_unknown = true;
+      }
+      ScanDetail& d = c->detail;
+      for (size_t x = 0; x < kReclaimContexts; ++x) {
+        for (size_t l = 0; l < kLruTypes; ++l) {
+          for (size_t li = 0; li < kLruLists; ++li) {
+            d.isolate[x][l][li].scanned_pages += v.isolate[x][l][li].scanned;
+            d.isolate[x][l][li].taken_pages += v.isolate[x][l][li].taken;
+          }
+          d.active[x][l].taken_pages += v.active[x][l].taken;
+          d.active[x][l].deactivated_pages += v.active[x][l].deactivated;
+        }
+        d.slab[x].calls += v.slab[x].calls;
+        d.slab[x].freed_objects += v.slab[x].freed;
+        d.slab[x].ns += v.slab[x].ns;
+      }
+    }
+  }
   if (have_unknown) s.cgroups.push_back(std::move(unknown));
   std::erase_if(m.paths, [&](const auto& kv) { return live_ids.count(kv.first) == 0; });
 
@@ -366,7 +558,8 @@ TraceSnapshot BpfTracer::snapshot() const {
   const uint64_t now = monoNs();
   std::set<std::tuple<uint32_t, int, uint64_t>> still;
   uint64_t tasks = 0;
-  for (const mt_task_row& t : m.taskRows()) {
+  const std::vector<mt_task_row> task_rows = m.taskRows();
+  for (const mt_task_row& t : task_rows) {
     ++tasks;
     const uint32_t tid = t.tid;
     for (int i = 0; i < MT_PAIRED_KINDS; ++i) {
@@ -386,9 +579,45 @@ TraceSnapshot BpfTracer::snapshot() const {
     s.aggregator.unpaired[k][static_cast<size_t>(UnpairedReason::kBeginOpenTooLong)] =
         m.overdue_count[k];
   s.aggregator.pid_cache_entries = tasks;
+
+  // The report's rows: the live tasks' from the iterator (read first), then
+  // the exited ones drained now. A task that exited in between is in both:
+  // its exited row (final) is the one kept.
+  m.drained.clear();
+  m.drainExited();
+  std::vector<ProcessTraceStats> live;
+  ProcessTraceStats past_cap;  // live tasks beyond max_processes
+  for (const mt_task_row& t : task_rows) {
+    if (!(t.rep.flags & MT_ROW_ACTIVE) || (t.rep.flags & MT_ROW_EXITED)) continue;
+    if (m.drained.count(static_cast<int32_t>(t.tid))) continue;
+    ProcessTraceStats p = toProcessRow(t);
+    if (live.size() >= m.opts.max_processes) {
+      addReportRow(past_cap, p);
+      continue;
+    }
+    p.cgroup = m.labelOf(t.rep.cg_id);
+    live.push_back(std::move(p));
+  }
+  m.drained.clear();
+  s.processes = std::move(live);
+  m.exited_rows->copyExitedTo(s.processes);  // ends with "other"
+  {
+    ProcessTraceStats& other = s.processes.back();
+    addReportRow(other, past_cap);
+    mt_task_row k{};
+    const uint32_t okey = MT_OTHER_TID;
+    if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.exited), &okey, &k) == 0)
+      addReportRow(other, toProcessRow(k));
+  }
+
   m.sizes.clear();
-  m.sizes.push_back({"cgroups", cgroup_keys, bpf_map__max_entries(m.skel->maps.cgroups)});
-  m.sizes.push_back({"tasks", tasks, m.pid_max});
+  m.sizes.push_back({"cgroups", cgroup_keys, bpf_map__max_entries(m.skel->maps.cgroups),
+                     n.overflow_events});
+  m.sizes.push_back({"tasks", tasks, m.pid_max, n.task_map_full});
+  m.sizes.push_back({"exited", m.exited_entries, bpf_map__max_entries(m.skel->maps.exited),
+                     n.exited_full});
+  if (m.opts.lru_detail || m.opts.shrink_slab)  // (its overflow counted with cgroups')
+    m.sizes.push_back({"details", detail_keys, bpf_map__max_entries(m.skel->maps.details), 0});
 
   if (m.opts.locks) {
     LockSnapshot& L = s.locks;
@@ -404,7 +633,7 @@ TraceSnapshot BpfTracer::snapshot() const {
     const int lw_fd = bpf_map__fd(m.skel->maps.lock_waits);
     const auto lw_keys = keysOf<mt_lock_key>(m.skel->maps.lock_waits);
     m.sizes.push_back({"lock_waits", lw_keys.size(),
-                       bpf_map__max_entries(m.skel->maps.lock_waits)});
+                       bpf_map__max_entries(m.skel->maps.lock_waits), n.lock_map_full});
     for (const mt_lock_key& k : lw_keys) {
       // A series of a removed cgroup (its reclaim series is gone): dropped.
       if (k.cg_id != MT_NODE_ID && live_ids.count(k.cg_id) == 0) {
@@ -429,7 +658,8 @@ TraceSnapshot BpfTracer::snapshot() const {
     }
     const int rs_fd = bpf_map__fd(m.skel->maps.rstat);
     const auto rs_keys = keysOf<uint64_t>(m.skel->maps.rstat);
-    m.sizes.push_back({"rstat", rs_keys.size(), bpf_map__max_entries(m.skel->maps.rstat)});
+    // (refusals of rstat and lock_waits are counted together, on lock_waits)
+    m.sizes.push_back({"rstat", rs_keys.size(), bpf_map__max_entries(m.skel->maps.rstat), 0});
     for (uint64_t id : rs_keys) {
       mt_rstat r{};
       if (!lookupPerCpu(rs_fd, id, ncpus, r)) continue;
@@ -446,6 +676,60 @@ TraceSnapshot BpfTracer::snapshot() const {
       series.rstat.hold.merge(hold);
     }
     for (auto& [label, series] : by_label) L.cgroups.push_back(std::move(series));
+
+    // Top locks by wait time (lock_stats.cpp's ranking). More than half the
+    // map in use: the lighter half is moved out (read and deleted at once)
+    // into "other", as the tracefs backend prunes its own table.
+    const int la_fd = bpf_map__fd(m.skel->maps.lock_addrs);
+    const auto la_keys = keysOf<uint64_t>(m.skel->maps.lock_addrs);
+    std::vector<TopLock> all;
+    TopLock other = m.other_locks;
+    for (uint64_t addr : la_keys) {
+      mt_lock_addr a{};
+      if (!lookupPerCpu(la_fd, addr, ncpus, a)) continue;
+      if (addr == MT_OTHER_LOCK) {
+        other.count += a.count;
+        other.wait_ns += a.wait_ns;
+        continue;
+      }
+      TopLock t;
+      t.addr = addr;
+      t.kind = lockKindFromFlags(a.flags);
+      t.count = a.count;
+      t.wait_ns = a.wait_ns;
+      all.push_back(t);
+    }
+    std::sort(all.begin(), all.end(), [](const TopLock& a, const TopLock& b) {
+      return a.wait_ns != b.wait_ns ? a.wait_ns > b.wait_ns : a.addr < b.addr;
+    });
+    const size_t max_addrs = m.opts.max_lock_addrs;
+    if (all.size() > max_addrs / 2) {
+      const size_t keep = max_addrs / 4;
+      std::vector<uint8_t> raw(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
+                               static_cast<size_t>(ncpus));
+      for (size_t i = keep; i < all.size(); ++i) {
+        // The value as deleted (with the adds since the walk above).
+        if (bpf_map_lookup_and_delete_elem(la_fd, &all[i].addr, raw.data()) != 0) continue;
+        const mt_lock_addr a = sumPerCpu<mt_lock_addr>(raw, ncpus);
+        m.other_locks.count += a.count;
+        m.other_locks.wait_ns += a.wait_ns;
+        other.count += a.count;
+        other.wait_ns += a.wait_ns;
+      }
+      all.resize(keep);
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i < kTopLocks) {
+        L.top_locks.push_back(all[i]);
+      } else {
+        other.count += all[i].count;
+        other.wait_ns += all[i].wait_ns;
+      }
+    }
+    other.addr = 0;
+    L.other_locks = other;
+    m.sizes.push_back({"lock_addrs", la_keys.size(), bpf_map__max_entries(m.skel->maps.lock_addrs),
+                       n.lock_addrs_full});
   }
   m.cpu_ns += threadCpuNs() - cpu0;
   s.reader_cpu_ns = m.cpu_ns;
@@ -458,6 +742,13 @@ uint64_t BpfTracer::contentionEnds() const {
   lookupPerCpu(bpf_map__fd(impl_->skel->maps.node), zero, impl_->ncpus, n);
   return n.lock_ends;
 }
+
+SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
+const Kallsyms* BpfTracer::kallsyms() {
+  return impl_->kallsyms.get(impl_->opts.procfs + "/kallsyms");
+}
+LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
+bool BpfTracer::lockAddresses() const { return impl_->opts.lock_addresses; }
 
 std::vector<MapSize> BpfTracer::mapSizes() const {
   {

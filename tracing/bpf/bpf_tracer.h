@@ -13,10 +13,18 @@
 //    LRU scans by context and lru, kswapd wake-up requests; unpaired reasons
 //    and kswapd wakeups/awake time node-wide; with locks, contention waits
 //    by kind (node-wide and per reclaiming cgroup) and rstat/flush series.
-//  - not here: the reclaim report's per-task rows, cgroup migrations
-//    (tasks_attached), the LRU/writeback/slab detail events, proactive
-//    episodes' re-charging, top locks and sampled callers. The App hands the
-//    report, lock and attribution APIs no tracer in this mode.
+//  - the reclaim report's per-task rows (ProcessTraceStats): counted in each
+//    task's own state in the kernel, listed at snapshot by the program's task
+//    iterator; an exiting task's row is copied to a bounded map (`exited`)
+//    that a thread here drains every second into the same ReportRows the
+//    tracefs backend keeps exited rows in (the most stalled, then "other").
+//  - with lru_detail / shrink_slab: the LRU isolate / shrink_active and slab
+//    shrinker detail series (ScanDetail), in a map of their own (`details`).
+//  - not here: cgroup migrations (tasks_attached), the write_folio,
+//    throttled and reclaim_pages detail events, proactive
+//    episodes' re-charging and sampled lock callers. The App hands the
+//    taskstats-exit attribution no tracer in this mode.
+//  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
 // identity discovery knows a cgroup by), v1 and v2 alike; per task (thread
 // id) only the begin/end pairing state, dropped at the task's exit.
@@ -36,6 +44,9 @@
 #include "common/result.h"
 #include "tracing/aggregator.h"
 #include "tracing/attribution.h"
+#include "tracing/lock_metrics.h"
+#include "tracing/lock_symbols.h"
+#include "tracing/reclaim_report.h"
 
 namespace memcg::tracing::bpf {
 
@@ -45,9 +56,20 @@ struct BpfTracerOptions {
   std::string memory_root;
   bool memory_v2 = false;
   bool locks = false;  ///< lock probes (--collector.vmscan.locks)
+  bool lock_addresses = false;  ///< raw addresses in the lock report (--collector.vmscan.lock-addresses)
+  /// Lock addresses kept for the top locks (the lighter half is folded into
+  /// "other" when more than half are in use).
+  size_t max_lock_addrs = 1024;
+  bool lru_detail = false;   ///< lru_isolate + lru_shrink_active (--collector.vmscan.lru-detail)
+  bool shrink_slab = false;  ///< mm_shrink_slab_start/end (--collector.vmscan.shrink-slab)
   size_t max_cgroups = 2048;
   size_t max_pids = 1u << 20;
   size_t max_lock_series = 4096;
+  /// Report rows (as AggregatorOptions): live tasks listed, exited ones kept.
+  size_t max_processes = 1024;
+  size_t max_exited_processes = 32;
+  /// Exited tasks' rows the kernel holds between two drains (one a second).
+  size_t max_exited_tasks = 4096;
   /// Paths for probe(): the kernel's BTF (tests point it elsewhere).
   std::string btf_path = "/sys/kernel/btf/vmlinux";
 };
@@ -66,9 +88,12 @@ struct MapSize {
   std::string map;
   uint64_t entries = 0;
   uint64_t max_entries = 0;
+  uint64_t full = 0;  ///< inserts the full map refused (see the map's comment)
 };
 
-class BpfTracer : public ReclaimAttribution {
+class BpfTracer : public ReclaimAttribution,
+                  public ReclaimReportSource,
+                  public LockReportSource {
  public:
   /// Loads and attaches the program. On error nothing stays attached.
   static Result<std::unique_ptr<BpfTracer>> start(const BpfTracerOptions& o);
@@ -78,7 +103,13 @@ class BpfTracer : public ReclaimAttribution {
 
   /// Reads the maps (any thread; serialised). events_lost = programs'
   /// recursion misses; reader_cpu_ns = CPU time spent in snapshot().
-  TraceSnapshot snapshot() const;
+  TraceSnapshot snapshot() const override;
+  /// Baselines for windowed reclaim reports, recorded by the drain thread.
+  SnapshotHistory& reportHistory() override;
+  /// LockReportSource: the lock API's naming state.
+  const Kallsyms* kallsyms() override;
+  LockIds& lockIds() override;
+  bool lockAddresses() const override;
   /// lock:contention_end events seen since start (paired, unpaired, and
   /// those of series dropped since): what an independent trace counts.
   uint64_t contentionEnds() const;

@@ -6,7 +6,10 @@
 
 namespace memcg::tracing::bpf {
 
-struct BpfTracer::Impl {};
+struct BpfTracer::Impl {
+  SnapshotHistory history;
+  LockIds lock_ids;
+};
 
 BpfTracer::BpfTracer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BpfTracer::~BpfTracer() = default;
@@ -15,6 +18,10 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   return makeError(ENOSYS, "bpf", probe(o).reason);
 }
 TraceSnapshot BpfTracer::snapshot() const { return {}; }
+SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
+const Kallsyms* BpfTracer::kallsyms() { return nullptr; }
+LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
+bool BpfTracer::lockAddresses() const { return false; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
 uint64_t BpfTracer::contentionEnds() const { return 0; }
 void BpfTracer::markReclaimer(int32_t) {}

@@ -60,6 +60,19 @@ struct {
   __type(value, struct mt_task);
 } tasks SEC(".maps");
 
+/* Report rows of exited tasks, until user space drains them (every second,
+ * and at each snapshot): a short-lived task's row outlives its task storage.
+ * Full (more reclaiming tasks exited between two drains than it holds): the
+ * row is summed into the MT_OTHER_TID entry, which the loader creates, and
+ * counted (exited_full). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u32);
+  __type(value, struct mt_task_row);
+  __uint(max_entries, 4097); /* set by the loader */
+} exited SEC(".maps");
+
 /* Our own background reclaimers (thread ids), written by the loader. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -76,6 +89,18 @@ struct {
   __uint(max_entries, 4096); /* set by the loader */
 } lock_waits SEC(".maps");
 
+/* Contentions by lock address (the lock API's top locks); the loader
+ * creates the MT_OTHER_LOCK entry, which takes what a full map cannot, and
+ * user space moves the lighter half of the locks into its own "other" when
+ * the map is half full (bpf_tracer.cpp). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_lock_addr);
+  __uint(max_entries, 1025); /* set by the loader */
+} lock_addrs SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -84,8 +109,17 @@ struct {
   __uint(max_entries, 2049); /* set by the loader */
 } rstat SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, __u64);
+  __type(value, struct mt_detail);
+  __uint(max_entries, 2049); /* set by the loader */
+} details SEC(".maps");
+
 /* Zero values to insert from (too large for the BPF stack). */
 static struct mt_cgroup zero_cgroup;
+static struct mt_detail zero_detail;
 static struct mt_lock_wait zero_lock_wait;
 static struct mt_rstat zero_rstat;
 
@@ -174,6 +208,8 @@ static __always_inline void flush_lru(struct mt_task* t, struct mt_cgroup* c) {
     l->reclaimed += p->reclaimed;
     l->dirty += p->dirty;
     l->writeback += p->writeback;
+    t->rep.scanned += p->scanned;
+    t->rep.reclaimed += p->reclaimed;
     p->scanned = p->reclaimed = p->dirty = p->writeback = 0;
   }
   t->lru_dirty = 0;
@@ -203,8 +239,11 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
   if (!n) return;
   n->events++;
   int kind = kind_of(idx, tid) & 3;
-  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
-  struct mt_task* t = task_of(0, n);
+  __u64 cg_id = current_memcg_id();
+  struct mt_cgroup* c = cgroup_of(cg_id, n);
+  /* Created here too: the report has a row for a task whose begin was
+   * before tracing, as the tracefs backend has. */
+  struct mt_task* t = task_of(1, n);
   /* Read after the lookups, as the begin reads it after its own: both ends of
    * the stall are then taken at the same point of their programs, so this
    * program's lookups are not counted out of the stall while the begin's are
@@ -218,12 +257,21 @@ static __always_inline void reclaim_end(int idx, unsigned long nr_reclaimed) {
   __u64 b = t ? t->begin_ts[idx] : 0;
   if (b && now >= b) {
     observe(&r->stall, now - b, 0);
+    /* The row's stall: direct + memcg; softlimit runs inside direct reclaim
+     * or kswapd (tracing/aggregator.cpp endReclaim), kept apart. */
+    if (t) {
+      if (idx == 2) t->rep.softlimit_ns += now - b;
+      else if (kind != K_PROACTIVE) t->rep.stall_ns += now - b;
+    }
   } else {
     r->unpaired++;
     n->unpaired[kind][(t && t->began) ? R_END_WITHOUT_BEGIN : R_END_BEFORE_ANY_BEGIN]++;
   }
   if (t) {
     t->begin_ts[idx] = 0;
+    t->rep.reclaims[kind]++;
+    t->rep.cg_id = cg_id;
+    t->rep.flags |= MT_ROW_ACTIVE;
     if (t->lru_dirty) flush_lru(t, c);
   }
 }
@@ -269,7 +317,9 @@ int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
   __u32 tid = current_tid();
   if (!n) return 0;
   n->events++;
-  struct mt_task* t = task_of(0, n);
+  /* Created (the same one call): kswapd or a task reclaiming outside a
+   * traced begin/end gets its report row. */
+  struct mt_task* t = task_of(1, n);
   int cx = context_of(t, tid);
   if (cx < 0 || cx >= MT_CONTEXTS) return 0;
   int f = file ? 1 : 0;
@@ -278,7 +328,14 @@ int BPF_PROG(lru_shrink_inactive, int nid, unsigned long nr_scanned,
     t->lru_dirty |= 1u << (cx * MT_LRU_TYPES + f);
     return 0;
   }
-  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  __u64 cg_id = current_memcg_id();
+  struct mt_cgroup* c = cgroup_of(cg_id, n);
+  if (t) {
+    t->rep.scanned += nr_scanned;
+    t->rep.reclaimed += nr_reclaimed;
+    t->rep.cg_id = cg_id;
+    t->rep.flags |= MT_ROW_ACTIVE;
+  }
   if (!c) return 0;
   lru_add(&c->lru[cx][f], nr_scanned, nr_reclaimed, stat);
   return 0;
@@ -291,8 +348,15 @@ int BPF_PROG(wakeup_kswapd, int nid, int zid, int order) {
   n->events++;
   int o = order < 0 ? 0 : (order >= MT_WAKEUP_ORDERS ? MT_WAKEUP_ORDERS - 1 : order);
   n->wakeup_by_order[o]++;
-  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  __u64 cg_id = current_memcg_id();
+  struct mt_cgroup* c = cgroup_of(cg_id, n);
   if (c) c->wakeup_kswapd++;
+  struct mt_task* t = task_of(1, n);
+  if (t) {
+    t->rep.wake_requests++;
+    t->rep.cg_id = cg_id;
+    t->rep.flags |= MT_ROW_ACTIVE;
+  }
   return 0;
 }
 
@@ -304,11 +368,14 @@ int BPF_PROG(kswapd_wake, int nid, int zid, int order) {
   struct mt_task* t = task_of(1, n);
   n->kswapd_wakeups++;
   if (!t) return 0;
+  t->rep.flags |= MT_ROW_ACTIVE | MT_ROW_KSWAPD;
+  t->rep.kswapd_wakeups++;
   if (t->kswapd_wake_ts == 0) {
     __u64 now = bpf_ktime_get_ns();
     t->kswapd_wake_ts = now ? now : 1;
   } else {
     n->kswapd_rewakeups++;
+    t->rep.kswapd_rewakeups++;
   }
   return 0;
 }
@@ -321,7 +388,11 @@ int BPF_PROG(kswapd_sleep, int nid) {
   struct mt_task* t = task_of(0, n);
   if (!t) return 0;
   __u64 now = bpf_ktime_get_ns();
-  if (t->kswapd_wake_ts && now >= t->kswapd_wake_ts) n->kswapd_awake_ns += now - t->kswapd_wake_ts;
+  if (t->kswapd_wake_ts && now >= t->kswapd_wake_ts) {
+    n->kswapd_awake_ns += now - t->kswapd_wake_ts;
+    t->rep.kswapd_awake_ns += now - t->kswapd_wake_ts;
+    t->rep.flags |= MT_ROW_ACTIVE | MT_ROW_KSWAPD;
+  }
   t->kswapd_wake_ts = 0;
   return 0;
 }
@@ -334,6 +405,7 @@ int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
   struct mt_node* n = node_stats();
   if (bpf_map_delete_elem(&cgroups, &id) == 0 && n) n->cgroups_removed++;
   bpf_map_delete_elem(&rstat, &id);
+  bpf_map_delete_elem(&details, &id);
   return 0;
 }
 
@@ -347,9 +419,152 @@ int task_scan(struct bpf_iter__task* ctx) {
   if (!task) return 0;
   struct mt_task* t = bpf_task_storage_get(&tasks, task, 0, 0);
   if (!t) return 0;
+  if (t->rep.flags & MT_ROW_EXITED) return 0; /* its row is in `exited` */
   struct mt_task_row row = {.tid = task->pid};
   for (int i = 0; i < MT_PAIRED_KINDS; i++) row.begin_ts[i] = t->begin_ts[i];
+  bpf_probe_read_kernel(row.comm, sizeof row.comm, task->comm);
+  row.rep = t->rep;
   bpf_seq_write(ctx->meta->seq, &row, sizeof row);
+  return 0;
+}
+
+static __always_inline void add_report(struct mt_task_report* to,
+                                       const struct mt_task_report* r) {
+  for (int i = 0; i < MT_KINDS; i++) __sync_fetch_and_add(&to->reclaims[i], r->reclaims[i]);
+  __sync_fetch_and_add(&to->stall_ns, r->stall_ns);
+  __sync_fetch_and_add(&to->softlimit_ns, r->softlimit_ns);
+  __sync_fetch_and_add(&to->wake_requests, r->wake_requests);
+  __sync_fetch_and_add(&to->scanned, r->scanned);
+  __sync_fetch_and_add(&to->reclaimed, r->reclaimed);
+  __sync_fetch_and_add(&to->kswapd_wakeups, r->kswapd_wakeups);
+  __sync_fetch_and_add(&to->kswapd_rewakeups, r->kswapd_rewakeups);
+  __sync_fetch_and_add(&to->kswapd_awake_ns, r->kswapd_awake_ns);
+}
+
+/* A task with a report row exits: the row moves to `exited` (the task
+ * storage goes with the task). Every exit runs this, but a task without
+ * state costs one storage lookup. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(task_exit, struct task_struct* p) {
+  struct mt_task* t = bpf_task_storage_get(&tasks, p, 0, 0);
+  if (!t || !(t->rep.flags & MT_ROW_ACTIVE) || (t->rep.flags & MT_ROW_EXITED)) return 0;
+  t->rep.flags |= MT_ROW_EXITED;
+  struct mt_task_row row = {.tid = p->pid};
+  bpf_probe_read_kernel(row.comm, sizeof row.comm, p->comm);
+  row.rep = t->rep;
+  __u32 key = row.tid;
+  if (key != MT_OTHER_TID && bpf_map_update_elem(&exited, &key, &row, BPF_NOEXIST) == 0)
+    return 0;
+  /* Full, or the tid's previous row not drained yet: summed into "other". */
+  struct mt_node* n = node_stats();
+  if (n) n->exited_full++;
+  __u32 o = MT_OTHER_TID;
+  struct mt_task_row* other = bpf_map_lookup_elem(&exited, &o);
+  if (other) add_report(&other->rep, &row.rep);
+  return 0;
+}
+
+/* --- detail events (autoloaded only with --collector.vmscan.lru-detail or
+ * --collector.vmscan.shrink-slab): tracing/aggregator_scan.cpp --- */
+
+/* The detail series of the current task's memcg; the overflow entry (which
+ * the loader creates) once the map is full. */
+static __always_inline struct mt_detail* detail_of(struct mt_node* n) {
+  __u64 id = current_memcg_id();
+  struct mt_detail* d = bpf_map_lookup_elem(&details, &id);
+  if (d) return d;
+  bpf_map_update_elem(&details, &id, &zero_detail, BPF_NOEXIST);
+  d = bpf_map_lookup_elem(&details, &id);
+  if (d) return d;
+  __u64 o = MT_OVERFLOW_ID;
+  if (n) n->overflow_events++;
+  return bpf_map_lookup_elem(&details, &o);
+}
+
+static __always_inline void lru_isolate(unsigned long nr_scanned, unsigned long nr_taken,
+                                        int lru) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return;
+  n->events++;
+  if (lru < 0 || lru >= 4) return; /* reclaim never isolates the unevictable list */
+  int cx = context_of(task_of(0, n), tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return;
+  struct mt_detail* d = detail_of(n);
+  if (!d) return;
+  struct mt_isolate* s = &d->isolate[cx][lru >= 2 ? 1 : 0][lru & 1];
+  s->scanned += nr_scanned;
+  s->taken += nr_taken;
+}
+
+/* Two forms of the tracepoint: the loader loads the one the kernel's BTF
+ * has (6.1 still passes isolate_mode before lru). */
+SEC("tp_btf/mm_vmscan_lru_isolate")
+int BPF_PROG(lru_isolate7, int highest_zoneidx, int order, unsigned long nr_requested,
+             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
+             int lru) {
+  lru_isolate(nr_scanned, nr_taken, lru);
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_lru_isolate")
+int BPF_PROG(lru_isolate8, int highest_zoneidx, int order, unsigned long nr_requested,
+             unsigned long nr_scanned, unsigned long nr_skipped, unsigned long nr_taken,
+             unsigned int isolate_mode, int lru) {
+  lru_isolate(nr_scanned, nr_taken, lru);
+  return 0;
+}
+
+SEC("tp_btf/mm_vmscan_lru_shrink_active")
+int BPF_PROG(lru_shrink_active, int nid, unsigned long nr_taken, unsigned long nr_active,
+             unsigned long nr_deactivated, unsigned long nr_referenced, int priority, int file) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  int cx = context_of(task_of(0, n), tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_detail* d = detail_of(n);
+  if (!d) return 0;
+  struct mt_active* a = &d->active[cx][file ? 1 : 0];
+  a->taken += nr_taken;
+  a->deactivated += nr_deactivated;
+  return 0;
+}
+
+SEC("tp_btf/mm_shrink_slab_start")
+int BPF_PROG(shrink_slab_start) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(1, n);
+  if (!t) return 0;
+  __u64 now = bpf_ktime_get_ns();
+  t->slab_start_ts = now ? now : 1;
+  return 0;
+}
+
+SEC("tp_btf/mm_shrink_slab_end")
+int BPF_PROG(shrink_slab_end, struct shrinker* shr, int nid, int shrinker_retval) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return 0;
+  n->events++;
+  struct mt_task* t = task_of(0, n);
+  int cx = context_of(t, tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return 0;
+  struct mt_detail* d = detail_of(n);
+  /* Read after the lookups, as the start reads it after its own (see
+   * reclaim_end): a shrinker call lasts ~0.5 us, so this program's lookups
+   * would otherwise be a tenth of it. */
+  __u64 now = bpf_ktime_get_ns();
+  if (d) {
+    struct mt_slab* s = &d->slab[cx];
+    s->calls++;
+    if (shrinker_retval > 0) s->freed += shrinker_retval;
+    if (t && t->slab_start_ts && now >= t->slab_start_ts) s->ns += now - t->slab_start_ts;
+  }
+  if (t) t->slab_start_ts = 0;
   return 0;
 }
 
@@ -422,7 +637,24 @@ int BPF_PROG(contention_end, void* lock, int ret) {
     }
   }
   if (ret != 0) w->aborted++;
-  observe(&w->wait, now >= ts ? now - ts : 0, 1);
+  const __u64 wait = now >= ts ? now - ts : 0;
+  observe(&w->wait, wait, 1);
+  /* The lock's own series (top locks). */
+  __u64 la = addr;
+  struct mt_lock_addr* a = bpf_map_lookup_elem(&lock_addrs, &la);
+  if (!a) {
+    struct mt_lock_addr fresh = {.flags = k.flags};
+    bpf_map_update_elem(&lock_addrs, &la, &fresh, BPF_NOEXIST);
+    a = bpf_map_lookup_elem(&lock_addrs, &la);
+    if (!a) {
+      n->lock_addrs_full++;
+      la = MT_OTHER_LOCK;
+      a = bpf_map_lookup_elem(&lock_addrs, &la);
+      if (!a) return 0;
+    }
+  }
+  a->count++;
+  a->wait_ns += wait;
   return 0;
 }
 

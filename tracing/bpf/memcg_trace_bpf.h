@@ -80,6 +80,30 @@ struct mt_cgroup {
   mt_u64 wakeup_kswapd;
 };
 
+/* Per-CPU value of the `details` map (the detail events, off by default:
+ * --collector.vmscan.lru-detail, --collector.vmscan.shrink-slab), keyed by
+ * the memcg's cgroup id; apart from `cgroups` so the frequent events' series
+ * stay small. tracing/series_table.h ScanDetail. */
+#define MT_LRU_LISTS 2 /* inactive, active */
+struct mt_isolate {
+  mt_u64 scanned;
+  mt_u64 taken;
+};
+struct mt_active {
+  mt_u64 taken;
+  mt_u64 deactivated;
+};
+struct mt_slab {
+  mt_u64 calls;
+  mt_u64 freed;
+  mt_u64 ns;
+};
+struct mt_detail {
+  struct mt_isolate isolate[MT_CONTEXTS][MT_LRU_TYPES][MT_LRU_LISTS];
+  struct mt_active active[MT_CONTEXTS][MT_LRU_TYPES];
+  struct mt_slab slab[MT_CONTEXTS];
+};
+
 /* Per-CPU value of the one-entry `node` array. */
 struct mt_node {
   mt_u64 events;
@@ -96,6 +120,29 @@ struct mt_node {
   mt_u64 rstat_unpaired;
   mt_u64 lock_map_full;    /* lock series that could not be kept */
   mt_u64 lock_ends;        /* contention_end events seen */
+  mt_u64 lock_addrs_full;  /* contentions of locks the full lock_addrs map could not take */
+  mt_u64 exited_full;      /* exited tasks' report rows summed into "other" (exited map full) */
+};
+
+/* A task's reclaim report row (tracing/report_rows.h ProcessTraceStats, the
+ * fields the programs see). Kept in the task's own state; at its exit copied
+ * to the `exited` map, which user space drains. */
+#define MT_ROW_ACTIVE 1u /* the task did something the report shows */
+#define MT_ROW_KSWAPD 2u /* a kswapd thread (its wake/sleep were seen) */
+#define MT_ROW_EXITED 4u /* copied to `exited`: the iterator skips it */
+struct mt_task_report {
+  mt_u64 reclaims[MT_KINDS];
+  mt_u64 stall_ns;     /* direct + memcg */
+  mt_u64 softlimit_ns;
+  mt_u64 wake_requests;
+  mt_u64 scanned;      /* lru_shrink_inactive nr_scanned */
+  mt_u64 reclaimed;    /* lru_shrink_inactive nr_reclaimed */
+  mt_u64 kswapd_wakeups;
+  mt_u64 kswapd_rewakeups;
+  mt_u64 kswapd_awake_ns;
+  mt_u64 cg_id;        /* the memcg it was charged to last (0: none yet) */
+  mt_u32 flags;        /* MT_ROW_* */
+  mt_u32 pad;
 };
 
 /* Per task (thread id): reclaim begin/end pairing and open lock waits. */
@@ -115,13 +162,21 @@ struct mt_task {
   struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
   mt_u32 lru_dirty;
   mt_u32 pad;
+  mt_u64 slab_start_ts; /* open mm_shrink_slab_start (0: none) */
+  struct mt_task_report rep;
 };
 
-/* One row of the task_scan iterator: a task with state. */
+/* One row of the task_scan iterator (a task with state), and the value of
+ * the `exited` map (key: tid; MT_OTHER_TID: the rows the full map could not
+ * take, summed). */
+#define MT_COMM_LEN 16
+#define MT_OTHER_TID 0
 struct mt_task_row {
   mt_u32 tid;
   mt_u32 pad;
   mt_u64 begin_ts[MT_PAIRED_KINDS];
+  char comm[MT_COMM_LEN];
+  struct mt_task_report rep;
 };
 
 /* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,
@@ -135,6 +190,17 @@ struct mt_lock_key {
 struct mt_lock_wait {
   mt_u64 aborted;
   struct mt_hist wait;
+};
+
+/* Per-CPU value of the `lock_addrs` map, keyed by the lock's address: the
+ * lock API's top locks (tracing/lock_stats.h TopLock). Key MT_OTHER_LOCK:
+ * the contentions a full map could not take. */
+#define MT_OTHER_LOCK 0
+struct mt_lock_addr {
+  mt_u64 count;
+  mt_u64 wait_ns;
+  mt_u32 flags; /* of the first contention seen */
+  mt_u32 pad;
 };
 
 /* Per-CPU value of the `rstat` map, keyed by the flushed cgroup's id. */

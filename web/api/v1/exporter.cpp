@@ -89,9 +89,9 @@ void delays(const ApiParts& a, const http::Request& req, http::Response& resp) {
 }
 
 void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& resp) {
-  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
+  if (!a.report) return http::replyError(resp, 503, kTracingDown);
   auto now = std::chrono::steady_clock::now();
-  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  tracing::TraceSnapshot snap = a.report->snapshot();
   std::string w = req.param("window");
   if (w.empty()) return http::replyJson(resp, tracing::reclaimReport(snap));
   auto secs = parseDuration(w);
@@ -99,7 +99,7 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
     return http::replyError(resp, 400,
                             "window must be a duration like 30s, 5m or 1h30m, got \"" + w + "\"");
   }
-  auto base = a.tracer->reportHistory().baseline(
+  auto base = a.report->reportHistory().baseline(
       now, std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                std::chrono::duration<double>(*secs)));
   if (!base) return http::replyJson(resp, tracing::reclaimReport(snap));
@@ -107,8 +107,8 @@ void reclaimReport(const ApiParts& a, const http::Request& req, http::Response& 
 }
 
 void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
-  if (!a.tracer) return http::replyError(resp, 503, kTracingDown);
-  tracing::TraceSnapshot snap = a.tracer->snapshot();
+  if (!a.locks) return http::replyError(resp, 503, kTracingDown);
+  tracing::TraceSnapshot snap = a.locks->snapshot();
   if (!snap.locks.enabled) {
     return http::replyError(resp, 503,
                             "lock probes are off (--collector.vmscan.locks) or unavailable");
@@ -116,9 +116,9 @@ void locks(const ApiParts& a, const http::Request&, http::Response& resp) {
   // Kernel symbols only for a report that has addresses to name.
   const tracing::Kallsyms* syms = snap.locks.top_locks.empty() && snap.locks.top_stacks.empty()
                                       ? nullptr
-                                      : a.tracer->kallsyms();
-  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.tracer->lockIds(),
-                                            a.tracer->lockAddresses()));
+                                      : a.locks->kallsyms();
+  http::replyJson(resp, tracing::lockReport(snap.locks, syms, a.locks->lockIds(),
+                                            a.locks->lockAddresses()));
 }
 
 }  // namespace

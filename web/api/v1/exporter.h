@@ -26,6 +26,8 @@ namespace memcg {
 class TaskstatsService;
 namespace tracing {
 class Tracer;
+class ReclaimReportSource;
+class LockReportSource;
 }
 }  // namespace memcg
 
@@ -34,7 +36,8 @@ namespace memcg::api {
 /// What the handlers read; the App owns all of it. Null: not running.
 struct ApiParts {
   Scraper& scraper;
-  tracing::Tracer* tracer = nullptr;       ///< /reclaim/report, /locks
+  tracing::LockReportSource* locks = nullptr;      ///< /locks (either backend)
+  tracing::ReclaimReportSource* report = nullptr;  ///< /reclaim/report (either backend)
   TaskstatsService* taskstats = nullptr;  ///< /delays
   /// What /metrics serves, for /api/v1/metrics; null: the scraper's own.
   const metrics::Registry* registry = nullptr;

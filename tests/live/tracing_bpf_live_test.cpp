@@ -68,39 +68,63 @@ std::string scrapeText(Collector& c, Discovery& d) {
   return out;
 }
 
+// What the tests comparing the two backends on one workload share: an
+// independent reference instance counting memcg reclaim ends, a memcg limited
+// to 64 MiB, a 256 MiB file to stream through it, and both backends on it.
+struct BothBackends {
+  explicit BothBackends(const std::string& tag)
+      : discovery(DiscoveryOptions{}),
+        ref(uniq((tag + "_ref").c_str(), 1)),
+        cg(uniq(tag.c_str(), 1)),
+        file("/var/tmp/" + uniq((tag + "_file").c_str(), 1), 256 * kMiB) {
+    cfg.instance = uniq((tag + "_tracefs").c_str(), 1);
+  }
+  // Its failures are fatal to the test (ASSERT_NO_FATAL_FAILURE).
+  void start() {
+    ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
+    ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
+    ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "16384"));
+    ASSERT_TRUE(ref.enable("vmscan", "mm_vmscan_memcg_reclaim_end"));
+    ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
+    ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(64 * kMiB)));
+    ASSERT_TRUE(file.ok) << "cannot write " << file.path;
+    // The bpf backend attaches before the tracefs backend enables its events:
+    // a tracepoint runs its probes in the order they were attached, and each
+    // observer stamps the event when its own probe runs. Attached last, the
+    // bpf program would stamp after the tracefs backend's ring-buffer write,
+    // which costs more at a reclaim's begin (cold) than at its end (warm):
+    // 1.5-2.3 us less per pair, up to 1.8% of this workload's short
+    // reclaims. In this order both stamp after the reference's write, and
+    // the tracefs stamp also after the bpf program, whose cost is the same
+    // at begin and end.
+    bsvc = startVmscanBackend(VmscanBackendChoice::kBpf,
+                              tracerOptions(cfg, discovery.layout(), "/proc"),
+                              bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+    ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+    tfs = startVmscanBackend(VmscanBackendChoice::kTracefs,
+                             tracerOptions(cfg, discovery.layout(), "/proc"),
+                             bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+    ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  }
+  Discovery discovery;
+  RefInstance ref;
+  Cgroup cg;
+  DataFile file;
+  VmscanOptions cfg;
+  TracingService bsvc;  // members end in reverse: the tracefs backend first
+  TracingService tfs;
+};
+
 TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
-  Discovery discovery{DiscoveryOptions{}};
-  ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
-
-  RefInstance ref(uniq("bpf_ref", 1));
-  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
-  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "16384"));
-  ASSERT_TRUE(ref.enable("vmscan", "mm_vmscan_memcg_reclaim_end"));
-  Cgroup cg(uniq("bpf", 1));
-  ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
-  ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(64 * kMiB)));
-  DataFile file("/var/tmp/" + uniq("bpf_file", 1), 256 * kMiB);
-  ASSERT_TRUE(file.ok) << "cannot write " << file.path;
-
-  VmscanOptions cfg;
-  cfg.instance = uniq("bpf_tracefs", 1);
-  // The bpf backend attaches before the tracefs backend enables its events:
-  // a tracepoint runs its probes in the order they were attached, and each
-  // observer stamps the event when its own probe runs. Attached last, the bpf
-  // program would stamp after the tracefs backend's ring-buffer write, which
-  // costs more at a reclaim's begin (cold) than at its end (warm): 1.5-2.3 us
-  // less per pair, up to 1.8% of this workload's short reclaims. In this order
-  // both stamp after the reference's write, and the tracefs stamp also after
-  // the bpf program, whose cost is the same at begin and end.
-  TracingService bsvc = startVmscanBackend(
-      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-  TracingService tfs = startVmscanBackend(
-      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  BothBackends both("bpf");
+  ASSERT_NO_FATAL_FAILURE(both.start());
+  Discovery& discovery = both.discovery;
+  RefInstance& ref = both.ref;
+  Cgroup& cg = both.cg;
+  DataFile& file = both.file;
+  TracingService& bsvc = both.bsvc;
+  TracingService& tfs = both.tfs;
   EXPECT_EQ(bsvc.tracer, nullptr);
   auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
   auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
@@ -674,31 +698,13 @@ void expectRowsAgree(const char* when, const std::map<int64_t, nlohmann::json>& 
 
 TEST(BpfLive, ReportRowsAgreeWithTracefsLiveAndExited) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
-  Discovery discovery{DiscoveryOptions{}};
-  ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
-
-  RefInstance ref(uniq("bpfrep_ref", 1));
-  ASSERT_TRUE(ref.ok) << "mkdir " << ref.dir << ": " << strerror(errno);
-  ASSERT_TRUE(writeStr(ref.dir + "/buffer_size_kb", "16384"));
-  ASSERT_TRUE(ref.enable("vmscan", "mm_vmscan_memcg_reclaim_end"));
-  Cgroup cg(uniq("bpfrep", 1));
-  ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
-  ASSERT_TRUE(writeStr(cg.path + "/memory.limit_in_bytes", std::to_string(64 * kMiB)));
-  DataFile file("/var/tmp/" + uniq("bpfrep_file", 1), 256 * kMiB);
-  ASSERT_TRUE(file.ok) << "cannot write " << file.path;
-
-  VmscanOptions cfg;
-  cfg.instance = uniq("bpfrep_tracefs", 1);
-  // bpf attached first (see tracing_bpf_live_test.cpp: both then stamp after
-  // the reference instance's write).
-  TracingService bsvc = startVmscanBackend(
-      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-  TracingService tfs = startVmscanBackend(
-      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  BothBackends both("bpfrep");
+  ASSERT_NO_FATAL_FAILURE(both.start());
+  RefInstance& ref = both.ref;
+  Cgroup& cg = both.cg;
+  DataFile& file = both.file;
+  TracingService& bsvc = both.bsvc;
+  TracingService& tfs = both.tfs;
   // The report API reads whichever backend runs.
   EXPECT_EQ(bsvc.reportSource(), bsvc.bpf.get());
   EXPECT_EQ(tfs.reportSource(), tfs.tracer.get());

@@ -151,17 +151,30 @@ static __always_inline __u64 current_memcg_id(void) {
   return memcg_id_of(bpf_get_current_task_btf());
 }
 
-/* The series of cgroup `id`, created on first use; the overflow series once
- * the map is full. */
-static __always_inline struct mt_cgroup* cgroup_of(__u64 id, struct mt_node* n) {
-  struct mt_cgroup* c = bpf_map_lookup_elem(&cgroups, &id);
-  if (c) return c;
-  bpf_map_update_elem(&cgroups, &id, &zero_cgroup, BPF_NOEXIST);
-  c = bpf_map_lookup_elem(&cgroups, &id);
-  if (c) return c;
+/* The entry of `key` in `map`, created from `init` on first use (another
+ * CPU may create it first: BPF_NOEXIST keeps theirs); null when the map is
+ * full. */
+static __always_inline void* lookup_or_create(void* map, const void* key, const void* init) {
+  void* v = bpf_map_lookup_elem(map, key);
+  if (v) return v;
+  bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+  return bpf_map_lookup_elem(map, key);
+}
+
+/* The series of memcg `id` in a per-cgroup map (cgroups, details), created
+ * on first use; the overflow series (which the loader creates) once the map
+ * is full. */
+static __always_inline void* series_of(void* map, __u64 id, const void* zero,
+                                        struct mt_node* n) {
+  void* v = lookup_or_create(map, &id, zero);
+  if (v) return v;
   __u64 o = MT_OVERFLOW_ID;
   if (n) n->overflow_events++;
-  return bpf_map_lookup_elem(&cgroups, &o);
+  return bpf_map_lookup_elem(map, &o);
+}
+
+static __always_inline struct mt_cgroup* cgroup_of(__u64 id, struct mt_node* n) {
+  return series_of(&cgroups, id, &zero_cgroup, n);
 }
 
 /* The current task's state; created zeroed when `create`. */
@@ -470,15 +483,7 @@ int BPF_PROG(task_exit, struct task_struct* p) {
 /* The detail series of the current task's memcg; the overflow entry (which
  * the loader creates) once the map is full. */
 static __always_inline struct mt_detail* detail_of(struct mt_node* n) {
-  __u64 id = current_memcg_id();
-  struct mt_detail* d = bpf_map_lookup_elem(&details, &id);
-  if (d) return d;
-  bpf_map_update_elem(&details, &id, &zero_detail, BPF_NOEXIST);
-  d = bpf_map_lookup_elem(&details, &id);
-  if (d) return d;
-  __u64 o = MT_OVERFLOW_ID;
-  if (n) n->overflow_events++;
-  return bpf_map_lookup_elem(&details, &o);
+  return series_of(&details, current_memcg_id(), &zero_detail, n);
 }
 
 static __always_inline void lru_isolate(unsigned long nr_scanned, unsigned long nr_taken,
@@ -627,31 +632,23 @@ int BPF_PROG(contention_end, void* lock, int ret) {
   t->depth = found;
   __u64 ts = t->lock_ts[found];
   struct mt_lock_key k = {.cg_id = t->lock_cg[found], .flags = t->lock_flags[found]};
-  struct mt_lock_wait* w = bpf_map_lookup_elem(&lock_waits, &k);
+  struct mt_lock_wait* w = lookup_or_create(&lock_waits, &k, &zero_lock_wait);
   if (!w) {
-    bpf_map_update_elem(&lock_waits, &k, &zero_lock_wait, BPF_NOEXIST);
-    w = bpf_map_lookup_elem(&lock_waits, &k);
-    if (!w) {
-      n->lock_map_full++;
-      return 0;
-    }
+    n->lock_map_full++;
+    return 0;
   }
   if (ret != 0) w->aborted++;
   const __u64 wait = now >= ts ? now - ts : 0;
   observe(&w->wait, wait, 1);
   /* The lock's own series (top locks). */
   __u64 la = addr;
-  struct mt_lock_addr* a = bpf_map_lookup_elem(&lock_addrs, &la);
+  struct mt_lock_addr fresh = {.flags = k.flags};
+  struct mt_lock_addr* a = lookup_or_create(&lock_addrs, &la, &fresh);
   if (!a) {
-    struct mt_lock_addr fresh = {.flags = k.flags};
-    bpf_map_update_elem(&lock_addrs, &la, &fresh, BPF_NOEXIST);
+    n->lock_addrs_full++;
+    la = MT_OTHER_LOCK;
     a = bpf_map_lookup_elem(&lock_addrs, &la);
-    if (!a) {
-      n->lock_addrs_full++;
-      la = MT_OTHER_LOCK;
-      a = bpf_map_lookup_elem(&lock_addrs, &la);
-      if (!a) return 0;
-    }
+    if (!a) return 0;
   }
   a->count++;
   a->wait_ns += wait;
@@ -660,10 +657,7 @@ int BPF_PROG(contention_end, void* lock, int ret) {
 
 static __always_inline struct mt_rstat* rstat_of(struct cgroup* cgrp, struct mt_node* n) {
   __u64 id = cgrp->kn->id;
-  struct mt_rstat* r = bpf_map_lookup_elem(&rstat, &id);
-  if (r) return r;
-  bpf_map_update_elem(&rstat, &id, &zero_rstat, BPF_NOEXIST);
-  r = bpf_map_lookup_elem(&rstat, &id);
+  struct mt_rstat* r = lookup_or_create(&rstat, &id, &zero_rstat);
   if (!r) n->lock_map_full++;
   return r;
 }

@@ -109,8 +109,8 @@ start_exporter() {
 
 # stop_exporter PID: SIGTERM, then wait (up to 120 s) until it has exited, so
 # the next exporter finds no tracefs instance or port of this one. True when
-# it exited in time. The wait uses shell builtins only (a fork and exec per
-# poll costs tens of ms under TCG). One that does not exit is a bug: its
+# it exited in time. Each poll reads /proc/PID/stat with the shell's own
+# read, not awk (a fork and exec is slow under TCG). One that does not exit is a bug: its
 # threads' kernel stacks and its log go to the console (MEMCG_LOG, shown by
 # run.sh on failure), then it is killed so that the lane goes on.
 stop_exporter() {

@@ -97,7 +97,8 @@ inline uint64_t instanceLost(const std::string& dir) {
     if (!s.ok()) break;
     std::string_view t = *s, line;
     while (nextLine(t, line)) {
-      if (line.rfind("overrun:", 0) == 0 || line.rfind("dropped events:", 0) == 0) {
+      if (line.rfind("overrun:", 0) == 0 || line.rfind("commit overrun:", 0) == 0 ||
+          line.rfind("dropped events:", 0) == 0) {
         std::string_view v = line.substr(line.find(':') + 1);
         while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
         n += parseU64(trimRight(v)).value_or(0);

@@ -142,6 +142,9 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
   o.lock_addresses = t.lock_addresses;
   o.lru_detail = t.lru_detail;
   o.shrink_slab = t.shrink_slab;
+  o.write_folio = t.write_folio;
+  o.throttled = t.throttled;
+  o.reclaim_pages = t.reclaim_pages;
   o.max_cgroups = t.aggregator.max_cgroups;
   o.max_pids = t.aggregator.max_pids;
   o.max_processes = t.aggregator.max_processes;

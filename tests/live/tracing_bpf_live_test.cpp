@@ -14,6 +14,7 @@
 // tracepoint).
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
 #include "tests/support/tracing_live_support.h"
+#include "tests/support/zram_swap.h"
 #include "tracing/bpf/bpf_tracer.h"
 #include "tracing/cgroup_resolver.h"
 #include "tracing/lock_metrics.h"
@@ -883,6 +885,291 @@ TEST(BpfLive, LruDetailAndShrinkSlabEqualTracefs) {
   EXPECT_GT(iso, 0u);
   EXPECT_GT(calls, 0u);
   EXPECT_NEAR(static_cast<double>(bns), static_cast<double>(tns), 0.05 * tns);
+  EXPECT_EQ(bs.events_lost, 0u);
+}
+
+// --- write_folio, throttled and reclaim_pages (on by default) ---
+// With a zram swap device of the test's own (tests/support/zram_swap.h:
+// removed after, also on failure), in the 64 MiB memcg at swappiness 100:
+//  - a child faults in 96 MiB of anonymous memory: memcg reclaim swaps
+//    anonymous folios out, one mm_vmscan_write_folio each, inside reclaim
+//    passes (context memcg; the bpf backend holds them in the task's state
+//    until the pass ends);
+//  - then a second child maps 32 MiB of the file and 16 MiB of anonymous
+//    memory, touches both and madvise(MADV_PAGEOUT)s them:
+//    mm_vmscan_reclaim_pages, and write_folio outside any reclaim pass
+//    (context other; charged to the cgroup at once).
+// Each child frees its memory when done and sleeps until killed. The
+// reference instance counts each child's write_folio lines (by pid;
+// RECLAIM_WB_SYNC / _ASYNC) and sums its reclaim_pages. The bpf backend's
+// cgroup series and each child's report row equal the reference exactly and
+// the tracefs backend's, series by series (context, io, reason), also as
+// exposition text. mm_vmscan_throttled is compared too but not provoked: on
+// cgroup v1 memcg reclaim never throttles (writeback_throttling_sane() is
+// false for legacy memcg), and the other throttles need node-wide pressure
+// (kswapd, global direct reclaim) that a test must not put on a shared host.
+
+// A child that waits for a go byte, runs fn(), reports its status on a
+// done pipe and sleeps until killed: while the test reads, its report row is
+// a live task's (the report keeps only the 32 most stalled exited tasks, and
+// other tests' children exit meanwhile). Killed and reaped by the destructor.
+struct Worker {
+  pid_t pid = -1;
+  int go = -1;
+  int done = -1;
+  template <class Fn>
+  explicit Worker(Fn fn) {
+    int g[2], d[2];
+    if (::pipe2(g, O_CLOEXEC) != 0) return;
+    if (::pipe2(d, O_CLOEXEC) != 0) {
+      ::close(g[0]);
+      ::close(g[1]);
+      return;
+    }
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(g[1]);
+      ::close(d[0]);
+      char c;
+      if (::read(g[0], &c, 1) != 1) ::_exit(2);
+      c = static_cast<char>(fn());
+      (void)!::write(d[1], &c, 1);
+      for (;;) ::pause();
+    }
+    ::close(g[0]);
+    ::close(d[1]);
+    go = g[1];
+    done = d[0];
+  }
+  /// Lets it run fn(): its status, or -1 if the child died first.
+  int run() {
+    char c = 1;
+    (void)!::write(go, &c, 1);
+    ::close(go);
+    go = -1;
+    return ::read(done, &c, 1) == 1 ? c : -1;
+  }
+  ~Worker() {
+    if (go >= 0) ::close(go);
+    if (done >= 0) ::close(done);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+// Faults in `bytes` of anonymous memory, one write per page, and frees it.
+int touchAnon(size_t bytes) {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 3;
+  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m)[i] = 1;
+  ::munmap(m, bytes);
+  return 0;
+}
+
+// Maps 32 MiB of `file` and 16 MiB of anonymous memory, touches both, and
+// pages both out with MADV_PAGEOUT.
+int pageOut(const std::string& file) {
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) return 3;
+  const size_t flen = 32 * kMiB, alen = 16 * kMiB;
+  void* f = ::mmap(nullptr, flen, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(128 * kMiB));
+  void* a = ::mmap(nullptr, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (f == MAP_FAILED || a == MAP_FAILED) return 4;
+  unsigned sum = 0;
+  for (size_t i = 0; i < flen; i += 4096) sum += static_cast<const volatile char*>(f)[i];
+  for (size_t i = 0; i < alen; i += 4096) static_cast<volatile char*>(a)[i] = 1;
+  if (sum == 1) (void)!::write(2, "", 0);  // keeps the reads
+  int rc = ::madvise(f, flen, MADV_PAGEOUT) == 0 && ::madvise(a, alen, MADV_PAGEOUT) == 0 ? 0 : 5;
+  ::munmap(f, flen);
+  ::munmap(a, alen);
+  ::close(fd);
+  return rc;
+}
+
+struct RefWrites {
+  uint64_t sync = 0, async = 0;           // write_folio lines by flag
+  uint64_t pageout_scanned = 0, pageout_reclaimed = 0;  // reclaim_pages sums
+  uint64_t throttled = 0;
+};
+
+// The reference instance's write_folio, reclaim_pages and throttled lines
+// ("<comm>-<pid> [cpu] flags ts: <event>: fields"), by pid.
+std::map<int, RefWrites> parseRefWrites(std::string_view text) {
+  std::map<int, RefWrites> out;
+  auto field = [](std::string_view line, std::string_view key) -> uint64_t {
+    size_t k = line.find(key);
+    if (k == std::string_view::npos) return 0;
+    std::string_view num = line.substr(k + key.size());
+    return parseU64(num.substr(0, num.find(' '))).value_or(0);
+  };
+  std::string_view line;
+  while (nextLine(text, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t br = line.find(" [");
+    if (br == std::string_view::npos) continue;
+    std::string_view task = trimRight(line.substr(0, br));
+    size_t dash = task.rfind('-');
+    if (dash == std::string_view::npos) continue;
+    auto pid = parseI64(task.substr(dash + 1));
+    if (!pid) continue;
+    RefWrites& r = out[static_cast<int>(*pid)];
+    if (line.find(": mm_vmscan_write_folio: ") != std::string_view::npos) {
+      if (line.find("RECLAIM_WB_SYNC") != std::string_view::npos) ++r.sync;
+      if (line.find("RECLAIM_WB_ASYNC") != std::string_view::npos) ++r.async;
+    } else if (size_t e = line.find(": mm_vmscan_reclaim_pages: ");
+               e != std::string_view::npos) {
+      r.pageout_scanned += field(line.substr(e), " nr_scanned=");
+      r.pageout_reclaimed += field(line.substr(e), " nr_reclaimed=");
+    } else if (line.find(": mm_vmscan_throttled: ") != std::string_view::npos) {
+      ++r.throttled;
+    }
+  }
+  return out;
+}
+
+uint64_t writesOf(const CgroupTraceStats& c, WriteIo io) {
+  uint64_t n = 0;
+  for (const auto& x : c.detail.write_folios) n += x[static_cast<size_t>(io)];
+  return n;
+}
+
+TEST(BpfLive, WriteFolioPageoutAndThrottleEqualTracefs) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  test::ZramSwap swap(256 * kMiB);
+  if (!swap.on) GTEST_SKIP() << "no swap device for anonymous pageout: " << swap.why;
+  BothBackends both("bpfwr");
+  ASSERT_NO_FATAL_FAILURE(both.start());
+  RefInstance& ref = both.ref;
+  Cgroup& cg = both.cg;
+  TracingService& bsvc = both.bsvc;
+  TracingService& tfs = both.tfs;
+  for (const char* e : {"mm_vmscan_write_folio", "mm_vmscan_reclaim_pages",
+                        "mm_vmscan_throttled"})
+    ASSERT_TRUE(ref.enable("vmscan", e)) << e;
+  ASSERT_TRUE(writeStr(cg.path + "/memory.swappiness", "100"));
+
+  ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
+  Worker anon([] { return touchAnon(96 * kMiB); });
+  Worker pager([&] { return pageOut(both.file.path); });
+  ASSERT_GT(anon.pid, 0);
+  ASSERT_GT(pager.pid, 0);
+  const pid_t anon_pid = anon.pid, pager_pid = pager.pid;
+  ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(anon.pid)));
+  ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(pager.pid)));
+  ASSERT_EQ(anon.run(), 0);
+  // After the first has exited: its 48 MiB fit the limit, so it reclaims
+  // only by MADV_PAGEOUT.
+  ASSERT_EQ(pager.run(), 0);
+  writeStr(ref.dir + "/tracing_on", "0");
+  auto text = readWholeFile(ref.dir + "/trace");
+  ASSERT_TRUE(text.ok());
+  ASSERT_EQ(ref.lost(), 0u) << "reference instance lost events; enlarge its buffer";
+  std::map<int, RefWrites> rw = parseRefWrites(*text);
+  const RefWrites ra = rw[anon_pid], rp = rw[pager_pid];
+  const uint64_t ref_writes = ra.sync + ra.async + rp.sync + rp.async;
+
+  const std::string rel = "/" + cg.path.substr(kMemcgRoot.size() + 1);
+  // bpf: complete once the children are reaped. tracefs: until its reader
+  // has the reference's counts (60 s at most).
+  const TraceSnapshot bs = bsvc.bpf->snapshot();
+  TraceSnapshot ts;
+  const CgroupTraceStats* t = nullptr;
+  for (int i = 0; i < 120; ++i) {
+    ts = tfs.tracer->snapshot();
+    t = findCgroup(ts, rel);
+    if (t && writesOf(*t, WriteIo::kSync) + writesOf(*t, WriteIo::kAsync) >= ref_writes &&
+        t->detail.pageout_reclaimed_pages >= rp.pageout_reclaimed)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const CgroupTraceStats* b = findCgroup(bs, rel);
+  ASSERT_NE(b, nullptr) << "no bpf series for " << rel;
+  ASSERT_NE(t, nullptr) << "no tracefs series for " << rel;
+  uint64_t b_thr = 0, t_thr = 0;
+  for (size_t r = 0; r < kThrottleSlots; ++r) {
+    b_thr += b->detail.throttled[r].count;
+    t_thr += t->detail.throttled[r].count;
+  }
+  const auto cx = [](const CgroupTraceStats* c, ReclaimContext x) {
+    return static_cast<unsigned long>(
+        c->detail.write_folios[static_cast<size_t>(x)][static_cast<size_t>(WriteIo::kAsync)]);
+  };
+  std::printf(
+      "[ live ] %s (swap %s): write_folio reference anon child sync %lu async %lu, pager "
+      "child %lu | bpf sync %lu async %lu (memcg %lu, other %lu) | tracefs sync %lu async "
+      "%lu (memcg %lu, other %lu); reclaim_pages scanned/reclaimed reference %lu/%lu | bpf "
+      "%lu/%lu | tracefs %lu/%lu; throttled reference %lu | bpf %lu | tracefs %lu\n",
+      rel.c_str(), swap.dev.c_str(), (unsigned long)ra.sync, (unsigned long)ra.async,
+      (unsigned long)(rp.sync + rp.async), (unsigned long)writesOf(*b, WriteIo::kSync),
+      (unsigned long)writesOf(*b, WriteIo::kAsync), cx(b, ReclaimContext::kMemcg),
+      cx(b, ReclaimContext::kOther), (unsigned long)writesOf(*t, WriteIo::kSync),
+      (unsigned long)writesOf(*t, WriteIo::kAsync), cx(t, ReclaimContext::kMemcg),
+      cx(t, ReclaimContext::kOther), (unsigned long)rp.pageout_scanned,
+      (unsigned long)rp.pageout_reclaimed, (unsigned long)b->detail.pageout_scanned_pages,
+      (unsigned long)b->detail.pageout_reclaimed_pages,
+      (unsigned long)t->detail.pageout_scanned_pages,
+      (unsigned long)t->detail.pageout_reclaimed_pages, (unsigned long)(ra.throttled + rp.throttled),
+      (unsigned long)b_thr, (unsigned long)t_thr);
+  // (>= 32 MiB must leave a 64 MiB limit: 8192 pages.)
+  ASSERT_GE(ra.sync + ra.async, 1000u) << "anonymous memcg reclaim wrote under 1000 folios";
+  ASSERT_GT(rp.sync + rp.async, 0u) << "MADV_PAGEOUT of anonymous memory wrote nothing";
+  ASSERT_GT(rp.pageout_reclaimed, 0u) << "MADV_PAGEOUT reclaimed nothing";
+  EXPECT_EQ(writesOf(*b, WriteIo::kSync), ra.sync + rp.sync);
+  EXPECT_EQ(writesOf(*b, WriteIo::kAsync), ra.async + rp.async);
+  EXPECT_EQ(b->detail.pageout_scanned_pages, rp.pageout_scanned);
+  EXPECT_EQ(b->detail.pageout_reclaimed_pages, rp.pageout_reclaimed);
+  EXPECT_EQ(b_thr, ra.throttled + rp.throttled);
+  // The same series, context by context, under both backends.
+  for (size_t x = 0; x < kReclaimContexts; ++x)
+    for (size_t w = 0; w < kWriteIos; ++w)
+      EXPECT_EQ(b->detail.write_folios[x][w], t->detail.write_folios[x][w])
+          << "context " << x << " io " << w;
+  // The anonymous child's writes were in memcg reclaim passes, the pager's
+  // (MADV_PAGEOUT) outside any.
+  EXPECT_GE(cx(b, ReclaimContext::kMemcg), 1000u);
+  EXPECT_GT(cx(b, ReclaimContext::kOther), 0u);
+  EXPECT_EQ(b->detail.pageout_scanned_pages, t->detail.pageout_scanned_pages);
+  EXPECT_EQ(b->detail.pageout_reclaimed_pages, t->detail.pageout_reclaimed_pages);
+  for (size_t r = 0; r < kThrottleSlots; ++r) {
+    EXPECT_EQ(b->detail.throttled[r].count, t->detail.throttled[r].count) << "reason " << r;
+    EXPECT_EQ(b->detail.throttled[r].delayed_us, t->detail.throttled[r].delayed_us)
+        << "reason " << r;
+  }
+
+  // Exposition: the same names and labels with the same values.
+  auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
+  auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
+  const std::string btext = scrapeText(*bcol, both.discovery);
+  const std::string ttext = scrapeText(*tcol, both.discovery);
+  for (const std::string& series :
+       {"memcg_vmscan_write_folios_total{cgroup=\"" + rel + "\",context=\"memcg\",io=\"async\"}",
+        "memcg_vmscan_write_folios_total{cgroup=\"" + rel + "\",context=\"other\",io=\"async\"}",
+        "memcg_vmscan_pageout_scanned_pages_total{cgroup=\"" + rel + "\"}",
+        "memcg_vmscan_pageout_reclaimed_pages_total{cgroup=\"" + rel + "\"}"}) {
+    EXPECT_GT(sampleValue(btext, series), 0) << series;
+    EXPECT_EQ(sampleValue(btext, series), sampleValue(ttext, series)) << series;
+  }
+
+  // The report's rows: each child's write and throttle columns.
+  const auto brows = rowsOf(bs, rel), trows = rowsOf(ts, rel);
+  for (auto [pid, want] : {std::pair{anon_pid, ra}, std::pair{pager_pid, rp}}) {
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    auto bi = brows.find(pid);
+    auto ti = trows.find(pid);
+    ASSERT_NE(bi, brows.end());
+    ASSERT_NE(ti, trows.end());
+    std::printf("[ live ] pid %d: reference writes %lu | bpf row %s | tracefs row %s\n", pid,
+                (unsigned long)(want.sync + want.async), bi->second.dump().c_str(),
+                ti->second.dump().c_str());
+    EXPECT_EQ(bi->second["write_sync_io"].get<uint64_t>(), want.sync);
+    EXPECT_EQ(bi->second["write_async_io"].get<uint64_t>(), want.async);
+    for (const char* k : {"write_sync_io", "write_async_io", "throttled"})
+      EXPECT_EQ(bi->second[k], ti->second[k]) << k;
+    EXPECT_EQ(bi->second["time_throttled_seconds"].get<double>(),
+              ti->second["time_throttled_seconds"].get<double>());
+  }
   EXPECT_EQ(bs.events_lost, 0u);
 }
 

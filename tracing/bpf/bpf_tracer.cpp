@@ -41,6 +41,7 @@ static_assert(MT_LRU_TYPES == kLruTypes);
 static_assert(MT_REASONS == kUnpairedReasons);
 static_assert(MT_WAKEUP_ORDERS == kWakeupOrders);
 static_assert(MT_LRU_LISTS == kLruLists);
+static_assert(MT_THROTTLE_SLOTS == kThrottleSlots);
 static_assert(MT_BOUNDS == kStallBoundsNs.size() && MT_BOUNDS == kLockBoundsNs.size());
 static_assert(MT_BUCKETS == StallHistogram{}.buckets.size());
 static_assert(MT_BUCKETS == LockHistogram{}.buckets.size());
@@ -146,6 +147,9 @@ ProcessTraceStats toProcessRow(const mt_task_row& r) {
   p.kswapd_wakeups = r.rep.kswapd_wakeups;
   p.kswapd_rewakeups = r.rep.kswapd_rewakeups;
   p.kswapd_awake_ns = r.rep.kswapd_awake_ns;
+  p.write_async = r.rep.write_async;  // (write_sync: the kernel never sets it)
+  p.throttled = r.rep.throttled;
+  p.throttled_us = r.rep.throttled_us;
   return p;
 }
 
@@ -385,6 +389,21 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   const int isolate_args = tracepointArgs(vmlinux, "mm_vmscan_lru_isolate");
   if (isolate_args != 7) bpf_program__set_autoload(s->progs.lru_isolate7, false);
   if (isolate_args != 8) bpf_program__set_autoload(s->progs.lru_isolate8, false);
+  // write_folio, throttled and reclaim_pages as the tracefs backend enables
+  // them (TracerOptions: on unless switched off), each where the kernel has
+  // it: write_folio is mm_vmscan_writepage on older kernels (of a page;
+  // the program reads no argument; Debian's 6.1 has write_folio),
+  // reclaim_pages (4 arguments) is recent (not in 6.1), throttled 5.16.
+  const bool has_write_folio = kernelHasTracepoint(vmlinux, "mm_vmscan_write_folio");
+  bpf_program__set_autoload(s->progs.write_folio_prog, o.write_folio && has_write_folio);
+  bpf_program__set_autoload(
+      s->progs.writepage_prog,
+      o.write_folio && !has_write_folio && kernelHasTracepoint(vmlinux, "mm_vmscan_writepage"));
+  bpf_program__set_autoload(s->progs.throttled,
+                            o.throttled && kernelHasTracepoint(vmlinux, "mm_vmscan_throttled"));
+  bpf_program__set_autoload(s->progs.reclaim_pages,
+                            o.reclaim_pages &&
+                                tracepointArgs(vmlinux, "mm_vmscan_reclaim_pages") == 4);
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)
@@ -479,6 +498,14 @@ TraceSnapshot BpfTracer::snapshot() const {
         d.writeback_pages += v.lru[x][l].writeback;
       }
     c.kswapd_wakeup_requests += v.wakeup_kswapd;
+    for (size_t x = 0; x < kReclaimContexts; ++x)
+      c.detail.write_folios[x][static_cast<size_t>(WriteIo::kAsync)] += v.write_folios[x];
+    for (size_t r = 0; r < kThrottleSlots; ++r) {
+      c.detail.throttled[r].count += v.throttled[r].count;
+      c.detail.throttled[r].delayed_us += v.throttled[r].delayed_us;
+    }
+    c.detail.pageout_scanned_pages += v.pageout_scanned;
+    c.detail.pageout_reclaimed_pages += v.pageout_reclaimed;
   };
   const std::vector<uint64_t> cg_keys = keysOf<uint64_t>(m.skel->maps.cgroups);
   const uint64_t cgroup_keys = cg_keys.size();

@@ -20,8 +20,10 @@
 //    tracefs backend keeps exited rows in (the most stalled, then "other").
 //  - with lru_detail / shrink_slab: the LRU isolate / shrink_active and slab
 //    shrinker detail series (ScanDetail), in a map of their own (`details`).
-//  - not here: cgroup migrations (tasks_attached), the write_folio,
-//    throttled and reclaim_pages detail events, proactive
+//  - the write_folio, throttled and reclaim_pages series (ScanDetail, on by
+//    default) in the cgroup's own series, and the report rows' write and
+//    throttle columns.
+//  - not here: cgroup migrations (tasks_attached), proactive
 //    episodes' re-charging and sampled lock callers. The App hands the
 //    taskstats-exit attribution no tracer in this mode.
 //  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
@@ -62,6 +64,10 @@ struct BpfTracerOptions {
   size_t max_lock_addrs = 1024;
   bool lru_detail = false;   ///< lru_isolate + lru_shrink_active (--collector.vmscan.lru-detail)
   bool shrink_slab = false;  ///< mm_shrink_slab_start/end (--collector.vmscan.shrink-slab)
+  /// On by default, as TracerOptions' (no flag switches them off).
+  bool write_folio = true;    ///< mm_vmscan_write_folio (older: mm_vmscan_writepage)
+  bool throttled = true;      ///< mm_vmscan_throttled
+  bool reclaim_pages = true;  ///< mm_vmscan_reclaim_pages
   size_t max_cgroups = 2048;
   size_t max_pids = 1u << 20;
   size_t max_lock_series = 4096;

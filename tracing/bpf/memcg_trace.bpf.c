@@ -206,9 +206,10 @@ static __always_inline int in_reclaim(struct mt_task* t) {
   return t->begin_ts[0] || t->begin_ts[1] || t->begin_ts[2];
 }
 
-/* LRU pages a reclaiming task's shrink_inactive events counted, held in the
- * task's state and added to its cgroup's series at the reclaim's end (which
- * looks the series up anyway): the frequent lru event then touches only the
+/* LRU pages a reclaiming task's shrink_inactive events counted (and the
+ * folios its write_folio events started writing), held in the task's state
+ * and added to its cgroup's series at the reclaim's end (which looks the
+ * series up anyway): the frequent lru and write events then touch only the
  * task's own state, not the cgroup id chain and the cgroups map. A scrape
  * during a pass sees its pages at the pass's end (milliseconds later). */
 static __always_inline void flush_lru(struct mt_task* t, struct mt_cgroup* c) {
@@ -224,6 +225,12 @@ static __always_inline void flush_lru(struct mt_task* t, struct mt_cgroup* c) {
     t->rep.scanned += p->scanned;
     t->rep.reclaimed += p->reclaimed;
     p->scanned = p->reclaimed = p->dirty = p->writeback = 0;
+  }
+  if (dirty & MT_WRITES_PENDING) {
+    for (int cx = 0; cx < MT_CONTEXTS; cx++) {
+      c->write_folios[cx] += t->write_pending[cx];
+      t->write_pending[cx] = 0;
+    }
   }
   t->lru_dirty = 0;
 }
@@ -410,6 +417,80 @@ int BPF_PROG(kswapd_sleep, int nid) {
   return 0;
 }
 
+/* One per folio reclaim starts writeback on (swap-out, kswapd writing dirty
+ * file folios): in a swap storm as frequent as the LRU scans, so during a
+ * reclaim pass it is counted in the task's state only, as
+ * lru_shrink_inactive is. The folio is not read: every one is async (see
+ * mt_cgroup). Two names: the loader loads the one the kernel has (older
+ * kernels: mm_vmscan_writepage, of a page; Debian's 6.1 has write_folio). */
+static __always_inline void write_folio(void) {
+  struct mt_node* n = node_stats();
+  __u32 tid = current_tid();
+  if (!n) return;
+  n->events++;
+  struct mt_task* t = task_of(1, n);
+  int cx = context_of(t, tid);
+  if (cx < 0 || cx >= MT_CONTEXTS) return;
+  if (t) t->rep.write_async++;
+  if (t && in_reclaim(t)) {
+    t->write_pending[cx]++;
+    t->lru_dirty |= MT_WRITES_PENDING;
+    return;
+  }
+  __u64 cg_id = current_memcg_id();
+  if (t) {
+    t->rep.cg_id = cg_id;
+    t->rep.flags |= MT_ROW_ACTIVE;
+  }
+  struct mt_cgroup* c = cgroup_of(cg_id, n);
+  if (c) c->write_folios[cx]++;
+}
+
+SEC("tp_btf/mm_vmscan_write_folio")
+int BPF_PROG(write_folio_prog) { write_folio(); return 0; }
+SEC("tp_btf/mm_vmscan_writepage")
+int BPF_PROG(writepage_prog) { write_folio(); return 0; }
+
+/* A task slept in reclaim_throttle() (milliseconds; rare). The tracepoint is
+ * handed the enum vmscan_throttle_state; the trace record holds 1 << it,
+ * whose lowest set bit the tracefs backend takes. */
+SEC("tp_btf/mm_vmscan_throttled")
+int BPF_PROG(throttled, int nid, int usec_timeout, int usec_delayed, int reason) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  int r = (reason >= 0 && reason < MT_THROTTLE_SLOTS - 1) ? reason : MT_THROTTLE_SLOTS - 1;
+  __u64 us = usec_delayed > 0 ? (__u64)usec_delayed : 0;
+  __u64 cg_id = current_memcg_id();
+  struct mt_cgroup* c = cgroup_of(cg_id, n);
+  if (c) {
+    c->throttled[r].count++;
+    c->throttled[r].delayed_us += us;
+  }
+  struct mt_task* t = task_of(1, n);
+  if (t) {
+    t->rep.throttled++;
+    t->rep.throttled_us += us;
+    t->rep.cg_id = cg_id;
+    t->rep.flags |= MT_ROW_ACTIVE;
+  }
+  return 0;
+}
+
+/* reclaim_pages(): MADV_PAGEOUT, DAMON; one per node per call. */
+SEC("tp_btf/mm_vmscan_reclaim_pages")
+int BPF_PROG(reclaim_pages, int nid, unsigned long nr_scanned, unsigned long nr_reclaimed,
+             struct reclaim_stat* stat) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_cgroup* c = cgroup_of(current_memcg_id(), n);
+  if (!c) return 0;
+  c->pageout_scanned += nr_scanned;
+  c->pageout_reclaimed += nr_reclaimed;
+  return 0;
+}
+
 /* A removed memcg's series go with it (bounded maps). */
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {
@@ -452,6 +533,9 @@ static __always_inline void add_report(struct mt_task_report* to,
   __sync_fetch_and_add(&to->kswapd_wakeups, r->kswapd_wakeups);
   __sync_fetch_and_add(&to->kswapd_rewakeups, r->kswapd_rewakeups);
   __sync_fetch_and_add(&to->kswapd_awake_ns, r->kswapd_awake_ns);
+  __sync_fetch_and_add(&to->write_async, r->write_async);
+  __sync_fetch_and_add(&to->throttled, r->throttled);
+  __sync_fetch_and_add(&to->throttled_us, r->throttled_us);
 }
 
 /* A task with a report row exits: the row moves to `exited` (the task

@@ -25,6 +25,7 @@ typedef uint32_t mt_u32;
 #define MT_BOUNDS_PAD 32    /* bounds arrays' length: MT_BOUNDS, then ~0 (bucket search) */
 #define MT_WAKEUP_ORDERS 11
 #define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
+#define MT_THROTTLE_SLOTS 5 /* enum vmscan_throttle_state (4), then "other" */
 
 #ifdef __BPF__
 #define MT_INLINE static __always_inline
@@ -73,11 +74,26 @@ struct mt_lru {
   mt_u64 writeback;
 };
 
-/* Per-CPU value of the `cgroups` map, keyed by the memcg's cgroup id. */
+struct mt_throttle {
+  mt_u64 count;
+  mt_u64 delayed_us;
+};
+
+/* Per-CPU value of the `cgroups` map, keyed by the memcg's cgroup id. The
+ * series of the events on by default (tracing/series_table.h
+ * CgroupTraceStats and the ScanDetail fields of write_folio, throttled and
+ * reclaim_pages). */
 struct mt_cgroup {
   struct mt_reclaim reclaim[MT_KINDS];
   struct mt_lru lru[MT_CONTEXTS][MT_LRU_TYPES];
   mt_u64 wakeup_kswapd;
+  /* mm_vmscan_write_folio (older: mm_vmscan_writepage) by context. All async:
+   * the kernel's trace_reclaim_flags() sets RECLAIM_WB_ASYNC on every
+   * one (never SYNC, since 2.6.38), which is what the tracefs backend reads. */
+  mt_u64 write_folios[MT_CONTEXTS];
+  struct mt_throttle throttled[MT_THROTTLE_SLOTS]; /* mm_vmscan_throttled by reason */
+  mt_u64 pageout_scanned;   /* mm_vmscan_reclaim_pages */
+  mt_u64 pageout_reclaimed;
 };
 
 /* Per-CPU value of the `details` map (the detail events, off by default:
@@ -140,10 +156,15 @@ struct mt_task_report {
   mt_u64 kswapd_wakeups;
   mt_u64 kswapd_rewakeups;
   mt_u64 kswapd_awake_ns;
+  mt_u64 write_async;  /* write_folio (all async, see mt_cgroup) */
+  mt_u64 throttled;
+  mt_u64 throttled_us;
   mt_u64 cg_id;        /* the memcg it was charged to last (0: none yet) */
   mt_u32 flags;        /* MT_ROW_* */
   mt_u32 pad;
 };
+
+#define MT_WRITES_PENDING (1u << 31)
 
 /* Per task (thread id): reclaim begin/end pairing and open lock waits. */
 struct mt_task {
@@ -157,9 +178,11 @@ struct mt_task {
   mt_u64 rstat_hold_ts;
   mt_u32 began; /* a begin of this task was traced */
   mt_u32 depth; /* open lock waits */
-  /* shrink_inactive counts of the open reclaim, added to the cgroup at its
-   * end; lru_dirty: bit cx * MT_LRU_TYPES + lru of each entry in use */
+  /* shrink_inactive and write_folio counts of the open reclaim, added to
+   * the cgroup at its end; lru_dirty: bit cx * MT_LRU_TYPES + lru of each
+   * lru_pending entry in use, MT_WRITES_PENDING if write_pending is */
   struct mt_lru lru_pending[MT_CONTEXTS][MT_LRU_TYPES];
+  mt_u64 write_pending[MT_CONTEXTS];
   mt_u32 lru_dirty;
   mt_u32 pad;
   mt_u64 slab_start_ts; /* open mm_shrink_slab_start (0: none) */

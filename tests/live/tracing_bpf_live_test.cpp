@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -1171,6 +1172,108 @@ TEST(BpfLive, WriteFolioPageoutAndThrottleEqualTracefs) {
               ti->second["time_throttled_seconds"].get<double>());
   }
   EXPECT_EQ(bs.events_lost, 0u);
+}
+
+// --- Migrations (memcg_cgroup_tasks_attached_total) ---
+// A child with a second thread is moved between two fresh memcgs kMoves
+// times each way (cgroup.procs: both threads move, one cgroup_attach_task
+// each): both backends count 2 * kMoves tasks attached per destination, in
+// the snapshot and as exposition text. The writes are this process's, so
+// the bpf backend has counted each once its write returned.
+TEST(BpfLive, TasksAttachedCountEachMoveUnderBothBackends) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  Discovery discovery{DiscoveryOptions{}};
+  ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
+  Cgroup a(uniq("bpfmig_a", 1)), b(uniq("bpfmig_b", 1));
+  ASSERT_TRUE(a.ok) << a.path << ": " << strerror(errno);
+  ASSERT_TRUE(b.ok) << b.path << ": " << strerror(errno);
+  VmscanOptions cfg;
+  cfg.instance = uniq("bpfmig_tracefs", 1);
+  TracingService bsvc = startVmscanBackend(
+      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+  TracingService tfs = startVmscanBackend(
+      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
+      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+
+  // The child starts its second thread, says so, and exits when `go` closes.
+  int ready[2], go[2];
+  ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    ::close(go[1]);
+    std::thread([] {
+      for (;;) ::pause();
+    }).detach();
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    (void)!::read(go[0], &c, 1);
+    ::_exit(0);
+  }
+  struct Reap {  // (declared after the cgroups: gone before they are removed)
+    pid_t pid;
+    int go;
+    ~Reap() {
+      ::close(go);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{pid, go[1]};
+  ::close(ready[1]);
+  ::close(go[0]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  uint64_t threads = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    (void)e;
+    ++threads;
+  }
+  ASSERT_EQ(threads, 2u);
+  constexpr uint64_t kMoves = 7;
+  for (uint64_t i = 0; i < kMoves; ++i) {
+    ASSERT_TRUE(writeStr(a.path + "/cgroup.procs", std::to_string(pid)));
+    ASSERT_TRUE(writeStr(b.path + "/cgroup.procs", std::to_string(pid)));
+  }
+  const uint64_t want = kMoves * threads;
+  const std::string ra = "/" + a.path.substr(kMemcgRoot.size() + 1);
+  const std::string rb = "/" + b.path.substr(kMemcgRoot.size() + 1);
+  auto attached = [](const TraceSnapshot& s, const std::string& rel) -> uint64_t {
+    const CgroupTraceStats* c = findCgroup(s, rel);
+    return c ? c->tasks_attached : 0;
+  };
+  const TraceSnapshot bs = bsvc.bpf->snapshot();
+  // tracefs: until its reader has them all (60 s at most).
+  TraceSnapshot ts;
+  for (int i = 0; i < 120; ++i) {
+    ts = tfs.tracer->snapshot();
+    if (attached(ts, ra) >= want && attached(ts, rb) >= want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
+  auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
+  const std::string btext = scrapeText(*bcol, discovery);
+  const std::string ttext = scrapeText(*tcol, discovery);
+  for (const std::string& rel : {ra, rb}) {
+    SCOPED_TRACE(rel);
+    const std::string series = "memcg_cgroup_tasks_attached_total{cgroup=\"" + rel + "\"}";
+    std::printf("[ live ] %s: %lu moves of %lu threads | bpf %lu (text %.0f) | tracefs %lu "
+                "(text %.0f)\n",
+                rel.c_str(), static_cast<unsigned long>(kMoves),
+                static_cast<unsigned long>(threads),
+                static_cast<unsigned long>(attached(bs, rel)), sampleValue(btext, series),
+                static_cast<unsigned long>(attached(ts, rel)), sampleValue(ttext, series));
+    EXPECT_EQ(attached(bs, rel), want);
+    EXPECT_EQ(attached(ts, rel), want);
+    EXPECT_EQ(sampleValue(btext, series), static_cast<double>(want));
+    EXPECT_EQ(sampleValue(ttext, series), static_cast<double>(want));
+  }
 }
 
 }  // namespace

@@ -404,6 +404,10 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   bpf_program__set_autoload(s->progs.reclaim_pages,
                             o.reclaim_pages &&
                                 tracepointArgs(vmlinux, "mm_vmscan_reclaim_pages") == 4);
+  // Migrations into memcgs: always, as the tracefs backend's pid cache
+  // needs them there.
+  bpf_program__set_autoload(s->progs.cgroup_attach,
+                            kernelHasTracepoint(vmlinux, "cgroup_attach_task"));
   btf__free(vmlinux);
 
   if (int err = memcg_trace__load(s); err != 0)
@@ -506,6 +510,7 @@ TraceSnapshot BpfTracer::snapshot() const {
     }
     c.detail.pageout_scanned_pages += v.pageout_scanned;
     c.detail.pageout_reclaimed_pages += v.pageout_reclaimed;
+    c.tasks_attached += v.tasks_attached;
   };
   const std::vector<uint64_t> cg_keys = keysOf<uint64_t>(m.skel->maps.cgroups);
   const uint64_t cgroup_keys = cg_keys.size();

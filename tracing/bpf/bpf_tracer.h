@@ -23,9 +23,9 @@
 //  - the write_folio, throttled and reclaim_pages series (ScanDetail, on by
 //    default) in the cgroup's own series, and the report rows' write and
 //    throttle columns.
-//  - not here: cgroup migrations (tasks_attached), proactive
-//    episodes' re-charging and sampled lock callers. The App hands the
-//    taskstats-exit attribution no tracer in this mode.
+//  - migrations into each memcg (tasks_attached, cgroup_attach_task).
+//  - not here: proactive episodes' re-charging and sampled lock callers.
+//    The App hands the taskstats-exit attribution no tracer in this mode.
 //  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
 // identity discovery knows a cgroup by), v1 and v2 alike; per task (thread

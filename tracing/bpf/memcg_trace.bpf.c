@@ -491,6 +491,20 @@ int BPF_PROG(reclaim_pages, int nid, unsigned long nr_scanned, unsigned long nr_
   return 0;
 }
 
+/* A task moved into a memcg (one event per task, also for each thread of a
+ * process moved by cgroup.procs), counted for the destination. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(cgroup_attach, struct cgroup* dst, const char* path, struct task_struct* task,
+             bool threadgroup) {
+  if (dst->root->hierarchy_id != hierarchy_id) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->events++;
+  struct mt_cgroup* c = cgroup_of(dst->kn->id, n);
+  if (c) c->tasks_attached++;
+  return 0;
+}
+
 /* A removed memcg's series go with it (bounded maps). */
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir, struct cgroup* cgrp, const char* path) {

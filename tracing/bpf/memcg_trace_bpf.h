@@ -94,6 +94,7 @@ struct mt_cgroup {
   struct mt_throttle throttled[MT_THROTTLE_SLOTS]; /* mm_vmscan_throttled by reason */
   mt_u64 pageout_scanned;   /* mm_vmscan_reclaim_pages */
   mt_u64 pageout_reclaimed;
+  mt_u64 tasks_attached;    /* cgroup_attach_task with this destination */
 };
 
 /* Per-CPU value of the `details` map (the detail events, off by default:

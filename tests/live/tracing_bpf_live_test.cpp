@@ -585,75 +585,6 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
 // scanned and reclaimed are equal; and the same pids have rows in the
 // cgroup under both backends.
 
-// A child that waits for a go byte, (with `dentries`: looks up that many
-// names that do not exist, leaving negative dentries charged to its memcg
-// for the slab shrinkers,) streams `file`, writes a done byte and sleeps
-// until killed (so its report row is a live task's). Killed and reaped by
-// the destructor at the latest.
-struct Streamer {
-  pid_t pid = -1;
-  int go = -1;
-  int done = -1;
-  explicit Streamer(const std::string& file, int dentries = 0) {
-    int g[2], d[2];
-    if (::pipe2(g, O_CLOEXEC) != 0) return;
-    if (::pipe2(d, O_CLOEXEC) != 0) {
-      ::close(g[0]);
-      ::close(g[1]);
-      return;
-    }
-    pid = ::fork();
-    if (pid == 0) {
-      ::close(g[1]);
-      ::close(d[0]);
-      char c;
-      if (::read(g[0], &c, 1) != 1) ::_exit(2);
-      // No allocation per name: the child runs in the test's 64 MiB memcg,
-      // and under ASan freed heap is held in its quarantine, so 200,000
-      // strings (with the dentries' slab) got the child OOM-killed there.
-      char name[4096];
-      for (int i = 0; i < dentries; ++i) {
-        struct stat st {};
-        std::snprintf(name, sizeof name, "%s.absent.%d", file.c_str(), i);
-        (void)::stat(name, &st);
-      }
-      int fd = ::open(file.c_str(), O_RDONLY);
-      if (fd < 0) ::_exit(3);
-      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-      static char buf[1 << 20];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-      (void)!::write(d[1], &c, 1);
-      for (;;) ::pause();
-    }
-    ::close(g[0]);
-    ::close(d[1]);
-    go = g[1];
-    done = d[0];
-  }
-  void start() {
-    char c = 1;
-    (void)!::write(go, &c, 1);
-    ::close(go);
-    go = -1;
-  }
-  bool waitDone() {
-    char c;
-    return ::read(done, &c, 1) == 1;
-  }
-  void kill() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-  ~Streamer() {
-    if (go >= 0) ::close(go);
-    if (done >= 0) ::close(done);
-    kill();
-  }
-};
-
 // The report's process rows charged to cgroup `rel`, by pid.
 std::map<int64_t, nlohmann::json> rowsOf(const TraceSnapshot& s, const std::string& rel) {
   std::map<int64_t, nlohmann::json> out;
@@ -734,7 +665,7 @@ TEST(BpfLive, ReportRowsAgreeWithTracefsLiveAndExited) {
   EXPECT_EQ(tfs.reportSource(), tfs.tracer.get());
 
   ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
-  Streamer a(file.path), b(file.path);
+  Child a(file.path, {.stay = true}), b(file.path, {.stay = true});
   ASSERT_GT(a.pid, 0);
   ASSERT_GT(b.pid, 0);
   ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(a.pid)));
@@ -830,7 +761,7 @@ TEST(BpfLive, LruDetailAndShrinkSlabEqualTracefs) {
 
   // Negative dentries first (slab objects charged to the memcg), so the
   // reclaim that follows calls its slab shrinkers.
-  Streamer kid(file.path, 200000);
+  Child kid(file.path, {.dentries = 200000, .stay = true});
   ASSERT_GT(kid.pid, 0);
   ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(kid.pid)));
   kid.start();

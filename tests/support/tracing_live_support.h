@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <map>
@@ -176,28 +177,60 @@ struct DataFile {
   bool ok = false;
 };
 
-// A child that waits for a go byte, then streams `file` and exits.
+struct ChildOptions {
+  /// Names that do not exist looked up first: negative dentries charged to
+  /// the child's memcg, for the slab shrinkers.
+  int dentries = 0;
+  /// After streaming, write a done byte (waitDone()) and sleep until killed,
+  /// so the child is alive while the test reads (a live task's report row).
+  bool stay = false;
+};
+
+// A child that waits for a go byte, then (with `dentries`: leaves that many
+// negative dentries,) streams `file` with its page cache dropped first, and
+// exits (with `stay`: says done and sleeps until killed). Killed and reaped
+// by the destructor at the latest.
 struct Child {
   pid_t pid = -1;
   int go = -1;
-  explicit Child(const std::string& file) {
-    int p[2];
+  int done = -1;  ///< read end of the done pipe (stay only)
+  explicit Child(const std::string& file, ChildOptions o = {}) {
+    int p[2], d[2] = {-1, -1};
     if (::pipe2(p, O_CLOEXEC) != 0) return;
+    if (o.stay && ::pipe2(d, O_CLOEXEC) != 0) {
+      ::close(p[0]);
+      ::close(p[1]);
+      return;
+    }
     pid = ::fork();
     if (pid == 0) {
       char c;
       ::close(p[1]);
+      if (d[0] >= 0) ::close(d[0]);
       if (::read(p[0], &c, 1) != 1) ::_exit(2);
+      // No allocation per name: the child runs in a test's small memcg, and
+      // under ASan freed heap is held in its quarantine, so 200,000 strings
+      // (with the dentries' slab) got a child OOM-killed there.
+      char name[4096];
+      for (int i = 0; i < o.dentries; ++i) {
+        struct stat st {};
+        std::snprintf(name, sizeof name, "%s.absent.%d", file.c_str(), i);
+        (void)::stat(name, &st);
+      }
       int fd = ::open(file.c_str(), O_RDONLY);
       if (fd < 0) ::_exit(3);
       ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
       static char buf[1 << 20];
       while (::read(fd, buf, sizeof buf) > 0) {
       }
-      ::_exit(0);
+      if (!o.stay) ::_exit(0);
+      (void)!::write(d[1], &c, 1);
+      for (;;) ::pause();
     }
     ::close(p[0]);
+    if (d[1] >= 0) ::close(d[1]);
     go = p[1];
+    done = d[0];
   }
   void start() {
     char c = 1;
@@ -205,6 +238,7 @@ struct Child {
     ::close(go);
     go = -1;
   }
+  /// Waits for the child to exit: its exit status (128 if killed, -1 if none).
   int wait() {
     int st = 0;
     if (pid > 0 && ::waitpid(pid, &st, 0) == pid) {
@@ -213,12 +247,21 @@ struct Child {
     }
     return -1;
   }
+  /// With `stay`: waits until the child has streamed the file.
+  bool waitDone() {
+    char c;
+    return done >= 0 && ::read(done, &c, 1) == 1;
+  }
+  void kill() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
   ~Child() {
     if (go >= 0) ::close(go);
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
+    if (done >= 0) ::close(done);
+    kill();
   }
 };
 

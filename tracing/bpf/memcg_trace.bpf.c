@@ -459,7 +459,12 @@ int BPF_PROG(throttled, int nid, int usec_timeout, int usec_delayed, int reason)
   struct mt_node* n = node_stats();
   if (!n) return 0;
   n->events++;
-  int r = (reason >= 0 && reason < MT_THROTTLE_SLOTS - 1) ? reason : MT_THROTTLE_SLOTS - 1;
+  /* Negative or unknown: "other". 64-bit and clamped by a branch the
+   * verifier follows: clang's range test on the int (a mask) or on a
+   * zero-extended copy left the index used unbounded. */
+  __u64 r = (__u32)reason;
+  if (r > MT_THROTTLE_SLOTS - 1) r = MT_THROTTLE_SLOTS - 1;
+  barrier_var(r);
   __u64 us = usec_delayed > 0 ? (__u64)usec_delayed : 0;
   __u64 cg_id = current_memcg_id();
   struct mt_cgroup* c = cgroup_of(cg_id, n);

@@ -496,8 +496,10 @@ int BPF_PROG(reclaim_pages, int nid, unsigned long nr_scanned, unsigned long nr_
   return 0;
 }
 
-/* A task moved into a memcg (one event per task, also for each thread of a
- * process moved by cgroup.procs), counted for the destination. */
+/* A move into a memcg, counted for the destination: one per
+ * cgroup_attach_task() (a process moved by cgroup.procs, its threads with
+ * it, is one; a thread moved by v1's `tasks` is one), as the tracefs backend
+ * counts. */
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(cgroup_attach, struct cgroup* dst, const char* path, struct task_struct* task,
              bool threadgroup) {

@@ -75,6 +75,20 @@ std::string scrapeText(Collector& c, Discovery& d) {
 // What the tests comparing the two backends on one workload share: an
 // independent reference instance counting memcg reclaim ends, a memcg limited
 // to 64 MiB, a 256 MiB file to stream through it, and both backends on it.
+// Both backends on one configuration, the bpf backend attached first (see
+// BothBackends::start for why the order matters). Failures are fatal.
+void startBoth(const VmscanOptions& cfg, const Discovery& discovery, TracingService& bsvc,
+               TracingService& tfs) {
+  bsvc = startVmscanBackend(VmscanBackendChoice::kBpf,
+                            tracerOptions(cfg, discovery.layout(), "/proc"),
+                            bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+  tfs = startVmscanBackend(VmscanBackendChoice::kTracefs,
+                           tracerOptions(cfg, discovery.layout(), "/proc"),
+                           bpfTracerOptions(cfg, discovery.layout(), "/proc"));
+  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+}
+
 struct BothBackends {
   explicit BothBackends(const std::string& tag)
       : discovery(DiscoveryOptions{}),
@@ -101,14 +115,7 @@ struct BothBackends {
     // reclaims. In this order both stamp after the reference's write, and
     // the tracefs stamp also after the bpf program, whose cost is the same
     // at begin and end.
-    bsvc = startVmscanBackend(VmscanBackendChoice::kBpf,
-                              tracerOptions(cfg, discovery.layout(), "/proc"),
-                              bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-    ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-    tfs = startVmscanBackend(VmscanBackendChoice::kTracefs,
-                             tracerOptions(cfg, discovery.layout(), "/proc"),
-                             bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-    ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+    ASSERT_NO_FATAL_FAILURE(startBoth(cfg, discovery, bsvc, tfs));
   }
   Discovery discovery;
   RefInstance ref;
@@ -750,14 +757,8 @@ TEST(BpfLive, LruDetailAndShrinkSlabEqualTracefs) {
   cfg.instance = uniq("bpfdet_tracefs", 1);
   cfg.lruDetail = true;
   cfg.shrinkSlab = true;
-  TracingService bsvc = startVmscanBackend(
-      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-  TracingService tfs = startVmscanBackend(
-      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  TracingService bsvc, tfs;
+  ASSERT_NO_FATAL_FAILURE(startBoth(cfg, discovery, bsvc, tfs));
 
   // Negative dentries first (slab objects charged to the memcg), so the
   // reclaim that follows calls its slab shrinkers.
@@ -841,85 +842,6 @@ TEST(BpfLive, LruDetailAndShrinkSlabEqualTracefs) {
 // false for legacy memcg), and the other throttles need node-wide pressure
 // (kswapd, global direct reclaim) that a test must not put on a shared host.
 
-// A child that waits for a go byte, runs fn(), reports its status on a
-// done pipe and sleeps until killed: while the test reads, its report row is
-// a live task's (the report keeps only the 32 most stalled exited tasks, and
-// other tests' children exit meanwhile). Killed and reaped by the destructor.
-struct Worker {
-  pid_t pid = -1;
-  int go = -1;
-  int done = -1;
-  template <class Fn>
-  explicit Worker(Fn fn) {
-    int g[2], d[2];
-    if (::pipe2(g, O_CLOEXEC) != 0) return;
-    if (::pipe2(d, O_CLOEXEC) != 0) {
-      ::close(g[0]);
-      ::close(g[1]);
-      return;
-    }
-    pid = ::fork();
-    if (pid == 0) {
-      ::close(g[1]);
-      ::close(d[0]);
-      char c;
-      if (::read(g[0], &c, 1) != 1) ::_exit(2);
-      c = static_cast<char>(fn());
-      (void)!::write(d[1], &c, 1);
-      for (;;) ::pause();
-    }
-    ::close(g[0]);
-    ::close(d[1]);
-    go = g[1];
-    done = d[0];
-  }
-  /// Lets it run fn(): its status, or -1 if the child died first.
-  int run() {
-    char c = 1;
-    (void)!::write(go, &c, 1);
-    ::close(go);
-    go = -1;
-    return ::read(done, &c, 1) == 1 ? c : -1;
-  }
-  ~Worker() {
-    if (go >= 0) ::close(go);
-    if (done >= 0) ::close(done);
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
-// Faults in `bytes` of anonymous memory, one write per page, and frees it.
-int touchAnon(size_t bytes) {
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return 3;
-  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m)[i] = 1;
-  ::munmap(m, bytes);
-  return 0;
-}
-
-// Maps 32 MiB of `file` and 16 MiB of anonymous memory, touches both, and
-// pages both out with MADV_PAGEOUT.
-int pageOut(const std::string& file) {
-  int fd = ::open(file.c_str(), O_RDONLY);
-  if (fd < 0) return 3;
-  const size_t flen = 32 * kMiB, alen = 16 * kMiB;
-  void* f = ::mmap(nullptr, flen, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(128 * kMiB));
-  void* a = ::mmap(nullptr, alen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (f == MAP_FAILED || a == MAP_FAILED) return 4;
-  unsigned sum = 0;
-  for (size_t i = 0; i < flen; i += 4096) sum += static_cast<const volatile char*>(f)[i];
-  for (size_t i = 0; i < alen; i += 4096) static_cast<volatile char*>(a)[i] = 1;
-  if (sum == 1) (void)!::write(2, "", 0);  // keeps the reads
-  int rc = ::madvise(f, flen, MADV_PAGEOUT) == 0 && ::madvise(a, alen, MADV_PAGEOUT) == 0 ? 0 : 5;
-  ::munmap(f, flen);
-  ::munmap(a, alen);
-  ::close(fd);
-  return rc;
-}
-
 struct RefWrites {
   uint64_t sync = 0, async = 0;           // write_folio lines by flag
   uint64_t pageout_scanned = 0, pageout_reclaimed = 0;  // reclaim_pages sums
@@ -983,8 +905,8 @@ TEST(BpfLive, WriteFolioPageoutAndThrottleEqualTracefs) {
   ASSERT_TRUE(writeStr(cg.path + "/memory.swappiness", "100"));
 
   ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
-  Worker anon([] { return touchAnon(96 * kMiB); });
-  Worker pager([&] { return pageOut(both.file.path); });
+  Child anon([] { return touchAnon(96 * kMiB); }, ChildOptions{.stay = true});
+  Child pager([&] { return pageOut(both.file.path, 16 * kMiB); }, ChildOptions{.stay = true});
   ASSERT_GT(anon.pid, 0);
   ASSERT_GT(pager.pid, 0);
   const pid_t anon_pid = anon.pid, pager_pid = pager.pid;
@@ -1122,14 +1044,8 @@ TEST(BpfLive, TasksAttachedCountEachMoveUnderBothBackends) {
   ASSERT_TRUE(b.ok) << b.path << ": " << strerror(errno);
   VmscanOptions cfg;
   cfg.instance = uniq("bpfmig_tracefs", 1);
-  TracingService bsvc = startVmscanBackend(
-      VmscanBackendChoice::kBpf, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-  TracingService tfs = startVmscanBackend(
-      VmscanBackendChoice::kTracefs, tracerOptions(cfg, discovery.layout(), "/proc"),
-      bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  TracingService bsvc, tfs;
+  ASSERT_NO_FATAL_FAILURE(startBoth(cfg, discovery, bsvc, tfs));
 
   // The child starts its second thread, says so, and exits when `go` closes.
   int ready[2], go[2];

@@ -139,21 +139,6 @@ int streamWithReuse(const std::string& file, const std::string& memcg_dir) {
   return 0;
 }
 
-int pageOut(const std::string& file) {
-  int fd = ::open(file.c_str(), O_RDONLY);
-  if (fd < 0) return 3;
-  const size_t len = 32 * kMiB;
-  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(128 * kMiB));
-  if (m == MAP_FAILED) return 4;
-  unsigned sum = 0;
-  for (size_t i = 0; i < len; i += 4096) sum += static_cast<const volatile char*>(m)[i];
-  if (sum == 1) ::write(2, "", 0);  // keep the reads
-  int rc = ::madvise(m, len, MADV_PAGEOUT) == 0 ? 0 : 5;
-  ::munmap(m, len);
-  ::close(fd);
-  return rc;
-}
-
 int waitChild(pid_t& pid) {
   int st = 0;
   if (pid <= 0 || ::waitpid(pid, &st, 0) != pid) return -1;
@@ -174,15 +159,6 @@ struct Kill {  // kills a child left running by a failed assertion
 // A zram swap device of our own (tests/support/zram_swap.h: removed after,
 // also on failure; one a killed earlier run left is removed first).
 using test::ZramSwap;
-
-// Faults in `bytes` of anonymous memory, one write per page.
-int touchAnon(size_t bytes) {
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return 3;
-  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m)[i] = 1;
-  ::munmap(m, bytes);
-  return 0;
-}
 
 TEST_F(TracingScanLive, DetailEventsAndReportRowsMatchIndependentCount) {
   RefInstance ref(uniq("ref_scan", 1));

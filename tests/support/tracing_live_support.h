@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -25,6 +26,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "common/file.h"
@@ -181,20 +183,77 @@ struct ChildOptions {
   /// Names that do not exist looked up first: negative dentries charged to
   /// the child's memcg, for the slab shrinkers.
   int dentries = 0;
-  /// After streaming, write a done byte (waitDone()) and sleep until killed,
-  /// so the child is alive while the test reads (a live task's report row).
+  /// After its work, write its status on the done pipe (waitDone(), run())
+  /// and sleep until killed, so the child is alive while the test reads (a
+  /// live task's report row).
   bool stay = false;
 };
 
-// A child that waits for a go byte, then (with `dentries`: leaves that many
-// negative dentries,) streams `file` with its page cache dropped first, and
-// exits (with `stay`: says done and sleeps until killed). Killed and reaped
-// by the destructor at the latest.
+// Streams `file` with its page cache dropped first (after leaving
+// `dentries` negative dentries): the live tests' reclaim workload.
+inline int streamFile(const std::string& file, int dentries) {
+  // No allocation per name: the child runs in a test's small memcg, and
+  // under ASan freed heap is held in its quarantine, so 200,000 strings
+  // (with the dentries' slab) got a child OOM-killed there.
+  char name[4096];
+  for (int i = 0; i < dentries; ++i) {
+    struct stat st {};
+    std::snprintf(name, sizeof name, "%s.absent.%d", file.c_str(), i);
+    (void)::stat(name, &st);
+  }
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) return 3;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  static char buf[1 << 20];
+  while (::read(fd, buf, sizeof buf) > 0) {
+  }
+  ::close(fd);
+  return 0;
+}
+
+// Faults in `bytes` of anonymous memory, one write per page, and frees it.
+inline int touchAnon(size_t bytes) {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 3;
+  for (size_t i = 0; i < bytes; i += 4096) static_cast<volatile char*>(m)[i] = 1;
+  ::munmap(m, bytes);
+  return 0;
+}
+
+// Maps 32 MiB of `file` (from 128 MiB on) and `anon_bytes` of anonymous
+// memory, touches both, and pages both out with MADV_PAGEOUT.
+inline int pageOut(const std::string& file, size_t anon_bytes = 0) {
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) return 3;
+  const size_t flen = 32 * kMiB;
+  void* f = ::mmap(nullptr, flen, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(128 * kMiB));
+  void* a = anon_bytes == 0 ? nullptr
+                            : ::mmap(nullptr, anon_bytes, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (f == MAP_FAILED || a == MAP_FAILED) return 4;
+  unsigned sum = 0;
+  for (size_t i = 0; i < flen; i += 4096) sum += static_cast<const volatile char*>(f)[i];
+  for (size_t i = 0; i < anon_bytes; i += 4096) static_cast<volatile char*>(a)[i] = 1;
+  if (sum == 1) (void)!::write(2, "", 0);  // keeps the reads
+  int rc = ::madvise(f, flen, MADV_PAGEOUT) == 0 ? 0 : 5;
+  if (a != nullptr && rc == 0 && ::madvise(a, anon_bytes, MADV_PAGEOUT) != 0) rc = 5;
+  ::munmap(f, flen);
+  if (a != nullptr) ::munmap(a, anon_bytes);
+  ::close(fd);
+  return rc;
+}
+
+// A child that waits for a go byte, then runs `fn` (by default: streamFile)
+// and exits with its status (with `stay`: writes the status on the done pipe
+// and sleeps until killed). Killed and reaped by the destructor at the latest.
 struct Child {
   pid_t pid = -1;
   int go = -1;
   int done = -1;  ///< read end of the done pipe (stay only)
-  explicit Child(const std::string& file, ChildOptions o = {}) {
+  explicit Child(const std::string& file, ChildOptions o = {})
+      : Child([&file, d = o.dentries] { return streamFile(file, d); }, o) {}
+  template <class Fn, class = std::enable_if_t<std::is_invocable_r_v<int, Fn>>>
+  explicit Child(Fn fn, ChildOptions o = {}) {
     int p[2], d[2] = {-1, -1};
     if (::pipe2(p, O_CLOEXEC) != 0) return;
     if (o.stay && ::pipe2(d, O_CLOEXEC) != 0) {
@@ -208,22 +267,9 @@ struct Child {
       ::close(p[1]);
       if (d[0] >= 0) ::close(d[0]);
       if (::read(p[0], &c, 1) != 1) ::_exit(2);
-      // No allocation per name: the child runs in a test's small memcg, and
-      // under ASan freed heap is held in its quarantine, so 200,000 strings
-      // (with the dentries' slab) got a child OOM-killed there.
-      char name[4096];
-      for (int i = 0; i < o.dentries; ++i) {
-        struct stat st {};
-        std::snprintf(name, sizeof name, "%s.absent.%d", file.c_str(), i);
-        (void)::stat(name, &st);
-      }
-      int fd = ::open(file.c_str(), O_RDONLY);
-      if (fd < 0) ::_exit(3);
-      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-      static char buf[1 << 20];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-      if (!o.stay) ::_exit(0);
+      const int rc = fn();
+      if (!o.stay) ::_exit(rc);
+      c = static_cast<char>(rc);
       (void)!::write(d[1], &c, 1);
       for (;;) ::pause();
     }
@@ -247,10 +293,17 @@ struct Child {
     }
     return -1;
   }
-  /// With `stay`: waits until the child has streamed the file.
+  /// With `stay`: waits until the child has done its work.
   bool waitDone() {
     char c;
     return done >= 0 && ::read(done, &c, 1) == 1;
+  }
+  /// With `stay`: starts the child and waits for its work's status (-1 if
+  /// the child died first).
+  int run() {
+    start();
+    char c;
+    return done >= 0 && ::read(done, &c, 1) == 1 ? c : -1;
   }
   void kill() {
     if (pid <= 0) return;

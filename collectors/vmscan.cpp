@@ -34,8 +34,8 @@ FlagList vmscanFlags(VmscanOptions& o) {
       {"collector.vmscan.backend",
        "vmscan collector: where reclaim and lock events are aggregated: tracefs (the "
        "exporter's tracefs instance, read in user space), bpf (in the kernel by a BPF program: "
-       "needs kernel BTF and CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN; no reclaim report rows, "
-       "migrations or detail events) or auto (bpf where possible, else tracefs; the choice is "
+       "needs kernel BTF and CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN; no sampled lock "
+       "callers) or auto (bpf where possible, else tracefs; the choice is "
        "logged and shown in memcg_trace_backend_info).",
        false,
        [&o](const std::string& v) {

@@ -130,12 +130,7 @@ TEST(BpfLive, ReclaimCountsEqualIndependentTraceStallsAgreeWithTracefs) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
   BothBackends both("bpf");
   ASSERT_NO_FATAL_FAILURE(both.start());
-  Discovery& discovery = both.discovery;
-  RefInstance& ref = both.ref;
-  Cgroup& cg = both.cg;
-  DataFile& file = both.file;
-  TracingService& bsvc = both.bsvc;
-  TracingService& tfs = both.tfs;
+  auto& [discovery, ref, cg, file, cfg, bsvc, tfs] = both;
   EXPECT_EQ(bsvc.tracer, nullptr);
   auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
   auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
@@ -680,11 +675,7 @@ TEST(BpfLive, ReportRowsAgreeWithTracefsLiveAndExited) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
   BothBackends both("bpfrep");
   ASSERT_NO_FATAL_FAILURE(both.start());
-  RefInstance& ref = both.ref;
-  Cgroup& cg = both.cg;
-  DataFile& file = both.file;
-  TracingService& bsvc = both.bsvc;
-  TracingService& tfs = both.tfs;
+  auto& [discovery, ref, cg, file, cfg, bsvc, tfs] = both;
   // The report API reads whichever backend runs.
   EXPECT_EQ(bsvc.reportSource(), bsvc.bpf.get());
   EXPECT_EQ(tfs.reportSource(), tfs.tracer.get());
@@ -879,12 +870,7 @@ std::map<int, RefWrites> parseRefWrites(std::string_view text) {
   std::string_view line;
   while (nextLine(text, line)) {
     if (line.empty() || line[0] == '#') continue;
-    size_t br = line.find(" [");
-    if (br == std::string_view::npos) continue;
-    std::string_view task = trimRight(line.substr(0, br));
-    size_t dash = task.rfind('-');
-    if (dash == std::string_view::npos) continue;
-    auto pid = parseI64(task.substr(dash + 1));
+    auto pid = refLinePid(line);
     if (!pid) continue;
     RefWrites& r = out[static_cast<int>(*pid)];
     if (line.find(": mm_vmscan_write_folio: ") != std::string_view::npos) {
@@ -913,10 +899,7 @@ TEST(BpfLive, WriteFolioPageoutAndThrottleEqualTracefs) {
   if (!swap.on) GTEST_SKIP() << "no swap device for anonymous pageout: " << swap.why;
   BothBackends both("bpfwr");
   ASSERT_NO_FATAL_FAILURE(both.start());
-  RefInstance& ref = both.ref;
-  Cgroup& cg = both.cg;
-  TracingService& bsvc = both.bsvc;
-  TracingService& tfs = both.tfs;
+  auto& [discovery, ref, cg, file, cfg, bsvc, tfs] = both;
   for (const char* e : {"mm_vmscan_write_folio", "mm_vmscan_reclaim_pages",
                         "mm_vmscan_throttled"})
     ASSERT_TRUE(ref.enable("vmscan", e)) << e;
@@ -1013,8 +996,8 @@ TEST(BpfLive, WriteFolioPageoutAndThrottleEqualTracefs) {
   // Exposition: the same names and labels with the same values.
   auto tcol = makeVmscanCollector(tfs.tracer.get(), tfs.down, tfs.info());
   auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
-  const std::string btext = scrapeText(*bcol, both.discovery);
-  const std::string ttext = scrapeText(*tcol, both.discovery);
+  const std::string btext = scrapeText(*bcol, discovery);
+  const std::string ttext = scrapeText(*tcol, discovery);
   for (const std::string& series :
        {"memcg_vmscan_write_folios_total{cgroup=\"" + rel + "\",context=\"memcg\",io=\"async\"}",
         "memcg_vmscan_write_folios_total{cgroup=\"" + rel + "\",context=\"other\",io=\"async\"}",

@@ -78,13 +78,9 @@ RefPairs pairTrace(std::string_view text, int pid, const std::string& kind) {
     const bool is_begin = line.find(begin) != std::string_view::npos;
     const bool is_end = !is_begin && line.find(end) != std::string_view::npos;
     if (!is_begin && !is_end) continue;
-    size_t br = line.find(" [");
-    if (br == std::string_view::npos) continue;
-    std::string_view task = trimRight(line.substr(0, br));
-    size_t dash = task.rfind('-');
-    if (dash == std::string_view::npos) continue;
-    auto p = parseI64(task.substr(dash + 1));
+    auto p = refLinePid(line);
     if (!p || *p != pid) continue;
+    size_t br = line.find(" [");
     size_t close = line.find(']', br);
     auto cpu = parseI64(line.substr(br + 2, close - br - 2));
     // The timestamp is the token that ends in ':' before the event name.

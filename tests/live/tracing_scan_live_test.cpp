@@ -74,12 +74,8 @@ std::map<int, RefSum> refSums(std::string_view text, const std::string& event,
   while (nextLine(text, line)) {
     if (line.empty() || line[0] == '#') continue;
     size_t t = line.find(tag);
-    size_t br = line.find(" [");
-    if (t == std::string_view::npos || br == std::string_view::npos) continue;
-    std::string_view task = trimRight(line.substr(0, br));
-    size_t dash = task.rfind('-');
-    if (dash == std::string_view::npos) continue;
-    auto pid = parseI64(task.substr(dash + 1));
+    if (t == std::string_view::npos) continue;
+    auto pid = refLinePid(line);
     if (!pid) continue;
     RefSum& r = out[static_cast<int>(*pid)];
     ++r.n;

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -133,6 +134,17 @@ struct RefCount {
   uint64_t pages = 0;
 };
 
+// The pid of a reference trace line "<comm>-<pid> [cpu] flags ts: <event>: ..."
+// (a comm may itself hold '-'), or nothing for a line of another shape.
+inline std::optional<int64_t> refLinePid(std::string_view line) {
+  size_t br = line.find(" [");
+  if (br == std::string_view::npos) return std::nullopt;
+  std::string_view task = trimRight(line.substr(0, br));
+  size_t dash = task.rfind('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  return parseI64(task.substr(dash + 1));
+}
+
 // Parses "<comm>-<pid> [cpu] flags ts: mm_vmscan_memcg_reclaim_end: nr_reclaimed=N".
 inline std::map<int, RefCount> parseRefTrace(std::string_view text) {
   std::map<int, RefCount> out;
@@ -142,12 +154,7 @@ inline std::map<int, RefCount> parseRefTrace(std::string_view text) {
     if (line.empty() || line[0] == '#') continue;
     size_t tag = line.find(kTag);
     if (tag == std::string_view::npos) continue;
-    size_t br = line.find(" [");
-    if (br == std::string_view::npos) continue;
-    std::string_view task = trimRight(line.substr(0, br));
-    size_t dash = task.rfind('-');
-    if (dash == std::string_view::npos) continue;
-    auto pid = parseI64(task.substr(dash + 1));
+    auto pid = refLinePid(line);
     std::string_view num = line.substr(tag + kTag.size());
     num = num.substr(0, num.find(' '));
     auto pages = parseU64(trimRight(num));

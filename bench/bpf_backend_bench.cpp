@@ -30,10 +30,13 @@
 //             time. bpftrace: n/a.
 // Lock storm (LOCK_S seconds per backend, locks on): 8 threads reading
 // memory.stat of 16 memcgs and the root while 8 readers stream through
-// 32 MiB limits; lost events per backend.
+// 32 MiB limits; lost events per backend (bpf: the programs' recursion
+// misses, less those the lock programs' rescue twins handled, all printed).
+// LOCK_HOLD_NS: the bpf main lock programs spin that long per run (the test
+// switch that makes contentions nest in them).
 // usage: bpf_backend_bench [runs=3]   (root, cgroup v1 memory, tracefs, bpftrace)
 // env:   READERS=2 LIMIT_MIB=64 FILE_MIB=256 PASSES=2 SCRAPE_MS=15000 (Prometheus'
-//        default interval; a scrape also at the start) LOCK_S=10
+//        default interval; a scrape also at the start) LOCK_S=10 LOCK_HOLD_NS=0
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -366,10 +369,12 @@ std::pair<double, double> lockStorm(const std::string& backend, int seconds,
     bpf::BpfTracerOptions o;
     o.memory_root = kMemcg;
     o.locks = true;
+    o.test_lock_hold_ns = envU("LOCK_HOLD_NS", 0);
     auto t = bpf::BpfTracer::start(o);
     if (!t.ok()) return {-1, -1};
     bt = std::move(*t);
   }
+  const auto progs0 = progStats();
   std::atomic<bool> done{false};
   std::vector<std::thread> th;
   for (int t = 0; t < 8; ++t) {
@@ -397,16 +402,41 @@ std::pair<double, double> lockStorm(const std::string& backend, int seconds,
   for (auto& t : th) t.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   TraceSnapshot s = tr ? tr->snapshot() : bt->snapshot();
+  if (bt) {
+    // The lock programs' cost per run (bpf_stats), the rescue twins' too:
+    // they run at every contention event, and work only for nested ones.
+    const auto progs1 = progStats();
+    for (const auto& [id, rt] : progs1) {
+      const std::string& name = g_prog_names[id];
+      if (name.rfind("contention", 0) != 0 && name.rfind("cont_", 0) != 0) continue;
+      auto it = progs0.find(id);
+      const uint64_t ns = rt.first - (it == progs0.end() ? 0 : it->second.first);
+      const uint64_t runs = rt.second - (it == progs0.end() ? 0 : it->second.second);
+      std::printf("lock storm bpf     program %-16s %10lu runs %7.1f ns/run\n", name.c_str(),
+                  static_cast<unsigned long>(runs),
+                  runs ? static_cast<double>(ns) / static_cast<double>(runs) : 0.0);
+    }
+  }
   // contention_end events seen: paired waits (node-wide and per cgroup) +
   // unpaired ends; the bpf backend also keeps the plain count.
   uint64_t ends = s.locks.unpaired_ends;
   for (const auto& k : s.locks.node) ends += k.count;
   for (const auto& c : s.locks.cgroups)
     for (const auto& k : c.contention) ends += k.count;
-  std::printf(
-      "lock storm %-7s contention_end %lu%s\n", backend.c_str(),
-      static_cast<unsigned long>(ends),
-      bt ? (" (kernel count " + std::to_string(bt->contentionEnds()) + ")").c_str() : "");
+  std::string extra;
+  if (bt) {
+    // Lost = the main programs' recursion misses less those their rescue
+    // twins handled (memcg_trace.bpf.c).
+    const bpf::BpfTracer::Misses m = bt->misses();
+    std::string by;
+    for (const auto& [name, n] : m.by_program) by += " " + name + "=" + std::to_string(n);
+    extra = " (kernel count " + std::to_string(bt->contentionEnds()) + "; recursion misses " +
+            std::to_string(m.missed) + " (" + by + " ), rescued by the twins " +
+            std::to_string(m.rescued) + ", twins' own misses " + std::to_string(m.twins_missed) +
+            ")";
+  }
+  std::printf("lock storm %-7s contention_end %lu%s\n", backend.c_str(),
+              static_cast<unsigned long>(ends), extra.c_str());
   return {static_cast<double>(s.events_lost), static_cast<double>(s.events_read)};
 }
 

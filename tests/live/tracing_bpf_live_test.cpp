@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <signal.h>
@@ -326,14 +327,16 @@ TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
 }
 
 // The lock storm of LocksLive.RstatContentionAgreesWithSecondInstance
-// (memory.stat flushers in 16 memcgs, 8 of them with streaming readers) with
-// the bpf backend's lock probes on. A second private tracefs instance counts
+// (memory.stat flushers in 16 memcgs, 8 of them with streaming readers; here
+// also 4 threads pinned to the CPUs waking each other through a socket pair)
+// with the bpf backend's lock probes on. A second private tracefs instance counts
 // lock:contention_end and cgroup_rstat_lock_contended (same in-kernel
 // filter) as text, bounded by trace_marker lines: O before the backend is
 // attached, A after, B before its maps are read, C after. Every event the
 // backend counted happened in [O,C], every event in [A,B] was its to count:
 //     ref[A,B] <= ours <= ref[O,C]
-// and nothing lost (its programs' recursion misses).
+// and almost nothing lost (its programs' recursion misses, less those the
+// rescue twins handled).
 struct StormCounts {
   uint64_t ends = 0;
   uint64_t contended = 0;  // rstat, of the kept cgroup ids
@@ -382,8 +385,11 @@ void countStorm(std::string_view text, const std::string& o, const std::string& 
   }
 }
 
-TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
-  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+// Runs that storm against the reference, the main lock programs held
+// `hold_ns` per run (BpfTracerOptions::test_lock_hold_ns), and checks the
+// windows; `misses` gets the backend's recursion misses. Skips (the caller
+// sees IsSkipped) where the kernel has no lock:contention_end.
+void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses) {
   auto cg_text = readWholeFile("/proc/cgroups");
   ASSERT_TRUE(cg_text.ok());
   auto hid = parseMemoryHierarchyId(*cg_text);
@@ -430,6 +436,7 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
   ASSERT_TRUE(writeStr(ref.dir + "/trace_marker", mo));
   bpf::BpfTracerOptions bo = liveBpfOptions();
   bo.locks = true;
+  bo.test_lock_hold_ns = hold_ns;
   auto tracer = bpf::BpfTracer::start(bo);
   ASSERT_TRUE(tracer.ok()) << tracer.error().message();
   // Likewise at the start: a CPU already inside a tracepoint when the
@@ -461,13 +468,39 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
       reads += n;
     });
   }
+  // Threads pinned to each CPU wake each other through one socket pair (a
+  // contended mutex, irqs on; remote wake-ups hold the other CPU's
+  // run-queue lock, which that CPU's timer tick then contends): contentions
+  // nest in the lock programs now and then (and often with the hold).
+  std::vector<std::thread> pingers;
+  int sv[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+    for (int t = 0; t < 4; ++t)
+      pingers.emplace_back([&, t] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(t % cpus, &set);
+        ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+        char c = 0;
+        // Ends when the pair is shut down: recv returns 0, send fails.
+        while (t % 2 == 0 ? ::send(sv[0], &c, 1, MSG_NOSIGNAL) == 1
+                          : ::recv(sv[1], &c, 1, 0) == 1) {
+        }
+      });
+  }
   const auto t0 = std::chrono::steady_clock::now();
   {
-    // One round of streamers (each through a 32 MiB limit: reclaim, and
-    // contended locks while reclaiming); the flushers run 8 s either way.
+    // Streamers (each through a 32 MiB limit: reclaim, the disk's
+    // completion interrupts, and contended locks while reclaiming) and the
+    // flushers, for 8 s.
+    const auto until = t0 + std::chrono::seconds(8);
     std::vector<std::unique_ptr<Child>> kids;
     for (int i = 0; i < kStreamers; ++i) {
-      kids.push_back(std::make_unique<Child>(f.path));
+      kids.push_back(std::make_unique<Child>([&path = f.path, until] {
+        int rc = 0;
+        while (rc == 0 && std::chrono::steady_clock::now() < until) rc = streamFile(path, 0);
+        return rc;
+      }));
       ASSERT_GT(kids.back()->pid, 0);
       ASSERT_TRUE(writeStr(cgs[static_cast<size_t>(i)]->path + "/cgroup.procs",
                            std::to_string(kids.back()->pid)));
@@ -477,6 +510,11 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     done = true;
     for (auto& t : flushers) t.join();
+    for (int fd : sv)
+      if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    for (auto& t : pingers) t.join();
+    for (int fd : sv)
+      if (fd >= 0) ::close(fd);
     // Streamers still running are killed by their guards.
   }
   const double secs =
@@ -488,6 +526,7 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const TraceSnapshot snap = (*tracer)->snapshot();
   const uint64_t ours_ends = (*tracer)->contentionEnds();
+  misses = (*tracer)->misses();
   // C must be stamped after every event ours counted, also one stamped on another
   // vCPU whose clock runs a little ahead of this one's: under ASan a read-to-marker
   // gap of microseconds once put such an event past C (ours 316, ref[O,C] 315).
@@ -520,13 +559,21 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
       static_cast<unsigned long>(ab.contended), static_cast<unsigned long>(oc.contended),
       static_cast<unsigned long>(snap.events_lost), static_cast<unsigned long>(ref_lost),
       snap.reader_cpu_ns / 1e6);
-  // The target is 0 lost, and it is not met yet: a contention inside one of
-  // our programs while it runs on that CPU (an interrupt contending a
-  // spinlock) is a recursion miss, which the kernel skips and counts. One
-  // was counted in 1 of 10 runs under ASan (152 ends); the benchmark's storm
-  // loses 1-2 in millions. A few are accepted here and printed above; a
-  // program that stopped counting would lose far more.
+  std::string by_program;
+  for (const auto& [name, n] : misses.by_program)
+    by_program += " " + name + "=" + std::to_string(n);
+  std::printf("[ live ] recursion misses %lu (%s ), rescued by the twins %lu, twins' own %lu\n",
+              static_cast<unsigned long>(misses.missed), by_program.c_str(),
+              static_cast<unsigned long>(misses.rescued),
+              static_cast<unsigned long>(misses.twins_missed));
+  // A contention inside one of our main programs while it runs on that CPU
+  // (an interrupt contending a spinlock) is a recursion miss, which the
+  // kernel skips; its rescue twin handles it, unless it hit the kernel's
+  // own code around the program (before its busy flag is up or after it is
+  // down): lost then, and counted. Here 5 of 15 misses in 10 runs were of
+  // that kind (0 to 4 misses a run); a few lost are accepted, and printed.
   EXPECT_LE(snap.events_lost, 4u);
+  EXPECT_EQ(snap.events_lost, misses.missed - std::min(misses.missed, misses.rescued));
   ASSERT_EQ(ref_lost, 0u)
       << "the reference instance lost events: nothing exact to compare";
   ASSERT_GT(ab.ends, 0u) << "the workload produced no lock contention";
@@ -588,6 +635,32 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
   LockIds lock_ids;
   const nlohmann::json rep = lockReport(snap.locks, nullptr, lock_ids, false);
   EXPECT_EQ(rep["top_locks"].size(), snap.locks.top_locks.size());
+}
+
+TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  bpf::BpfTracer::Misses misses;
+  lockStormAgainstReference(0, misses);
+}
+
+// The same storm with the main lock programs held 20 us per run (a test
+// switch): interrupts then arrive inside them and contend locks (a timer
+// tick's run-queue lock, held by the other CPU's wake-ups) often enough
+// that the rescue twins must handle those events for the counts to stay
+// equal to the reference's, which the storm's checks assert. 7 to 52 such
+// events per 8 s round in 10 runs here, 254 of 257 rescued (0 to 4 without
+// the hold): a round without any is repeated, up to 3 rounds.
+TEST(BpfLive, NestedContentionsAreRescuedByTheTwins) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  bpf::BpfTracer::Misses misses;
+  for (int round = 1; round <= 3 && misses.missed == 0; ++round) {
+    lockStormAgainstReference(20000, misses);
+    if (HasFailure() || IsSkipped()) return;
+    std::printf("[ live ] round %d: %lu nested contentions\n", round,
+                static_cast<unsigned long>(misses.missed));
+  }
+  EXPECT_GT(misses.rescued, 0u) << "no contention nested in a main program: nothing was tested";
+  EXPECT_LE(misses.missed - std::min(misses.missed, misses.rescued), 2u);
 }
 
 // --- The reclaim report's per-task rows ---

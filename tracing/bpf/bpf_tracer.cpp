@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -186,6 +187,7 @@ struct BpfTracer::Impl {
   mutable std::set<std::tuple<uint32_t, int, uint64_t>> overdue;
   mutable std::array<uint64_t, kReclaimKinds> overdue_count{};
   mutable uint64_t cpu_ns = 0;
+  mutable std::atomic<uint64_t> lost_seen{0};  // lostEvents()' last answer
   // Map fills as the last snapshot() read them (mapSizes()); tasks have no
   // map bound: at most one entry per task, so the kernel's pid_max.
   mutable std::vector<MapSize> sizes;
@@ -293,17 +295,48 @@ struct BpfTracer::Impl {
     return rows;
   }
 
-  uint64_t lostEvents() const {
-    uint64_t lost = 0;
+  // The node's counters: the programs' slot and the lock programs' rescue
+  // twins' slot (memcg_trace.bpf.c), summed.
+  mt_node nodeStats() const {
+    const size_t stride = (sizeof(mt_node) + 7) / 8 * 8 * static_cast<size_t>(ncpus);
+    std::vector<uint8_t> raw(2 * stride);
+    const int fd = bpf_map__fd(skel->maps.node);
+    for (uint32_t k = 0; k < 2; ++k)
+      if (bpf_map_lookup_elem(fd, &k, raw.data() + k * stride) != 0) return {};
+    return sumPerCpu<mt_node>(raw, 2 * ncpus);
+  }
+
+  BpfTracer::Misses misses() const {
+    BpfTracer::Misses out;
     bpf_program* prog = nullptr;
     bpf_object__for_each_program(prog, skel->obj) {
       int fd = bpf_program__fd(prog);
       if (fd < 0) continue;
       bpf_prog_info info{};
       uint32_t len = sizeof info;
-      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) lost += info.recursion_misses;
+      if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
+      const bool twin =
+          prog == skel->progs.cont_begin_twin || prog == skel->progs.cont_end_twin;
+      (twin ? out.twins_missed : out.missed) += info.recursion_misses;
+      if (info.recursion_misses != 0)
+        out.by_program.emplace_back(bpf_program__name(prog), info.recursion_misses);
     }
-    return lost;
+    // Read after the misses: a twin counts a rescue only after the kernel
+    // counted the main program's miss, so rescued <= missed here.
+    out.rescued = nodeStats().lock_rescued;
+    return out;
+  }
+
+  // Events the programs never saw: the misses of every program but the
+  // rescue twins (theirs are events the main program handled), less those
+  // the twins handled; kept monotonic (a counter) over reads.
+  uint64_t lostEvents() const {
+    const BpfTracer::Misses m = misses();
+    const uint64_t lost = m.missed > m.rescued ? m.missed - m.rescued : 0;
+    uint64_t seen = lost_seen.load();
+    while (lost > seen && !lost_seen.compare_exchange_weak(seen, lost)) {
+    }
+    return std::max(lost, seen);
   }
 };
 
@@ -345,6 +378,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   }
   s->rodata->hierarchy_id = impl->hierarchy_id;
   s->rodata->locks_on = o.locks ? 1 : 0;
+  s->rodata->test_lock_hold_ns = o.test_lock_hold_ns;
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.details, static_cast<uint32_t>(o.max_cgroups + 1));
@@ -360,7 +394,9 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   if (!vmlinux) return makeError(errno, o.btf_path, "cannot parse the kernel's BTF");
   const std::pair<bpf_program*, const char*> lock_progs[] = {
       {s->progs.contention_begin, "contention_begin"},
+      {s->progs.cont_begin_twin, "contention_begin"},
       {s->progs.contention_end, "contention_end"},
+      {s->progs.cont_end_twin, "contention_end"},
       {s->progs.rstat_contended, "cgroup_rstat_lock_contended"},
       {s->progs.rstat_locked, "cgroup_rstat_locked"},
       {s->progs.rstat_unlock, "cgroup_rstat_unlock"},
@@ -425,10 +461,10 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     // The top locks' "other" entry.
     std::vector<uint8_t> lzero(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
                                static_cast<size_t>(impl->ncpus));
-    const uint64_t lkey = MT_OTHER_LOCK;
-    if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
-        0)
-      return makeError(errno, "bpf", "cannot create the top locks' other entry");
+    for (const uint64_t lkey : {uint64_t{MT_OTHER_LOCK}, uint64_t{MT_OTHER_LOCK | 1}})  // (| 1: the rescue twin's)
+      if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
+          0)
+        return makeError(errno, "bpf", "cannot create the top locks' other entry");
     // And the detail series' overflow entry.
     std::vector<uint8_t> dzero(((sizeof(mt_detail) + 7) / 8 * 8) *
                                static_cast<size_t>(impl->ncpus));
@@ -457,9 +493,7 @@ TraceSnapshot BpfTracer::snapshot() const {
   s.running = true;
   const int ncpus = m.ncpus;
 
-  mt_node n{};
-  const uint32_t zero = 0;
-  lookupPerCpu(bpf_map__fd(m.skel->maps.node), zero, ncpus, n);
+  const mt_node n = m.nodeStats();
   s.events_read = n.events;
   s.aggregator.events = n.events;
   s.events_lost = m.lostEvents();
@@ -714,23 +748,26 @@ TraceSnapshot BpfTracer::snapshot() const {
     // into "other", as the tracefs backend prunes its own table.
     const int la_fd = bpf_map__fd(m.skel->maps.lock_addrs);
     const auto la_keys = keysOf<uint64_t>(m.skel->maps.lock_addrs);
-    std::vector<TopLock> all;
+    std::map<uint64_t, TopLock> by_addr;  // the rescue twin's keys (| 1) merged in
     TopLock other = m.other_locks;
-    for (uint64_t addr : la_keys) {
+    for (uint64_t key : la_keys) {
       mt_lock_addr a{};
-      if (!lookupPerCpu(la_fd, addr, ncpus, a)) continue;
+      if (!lookupPerCpu(la_fd, key, ncpus, a)) continue;
+      const uint64_t addr = key & ~uint64_t{1};
       if (addr == MT_OTHER_LOCK) {
         other.count += a.count;
         other.wait_ns += a.wait_ns;
         continue;
       }
-      TopLock t;
+      TopLock& t = by_addr[addr];
+      if (t.count == 0 && !(key & 1)) t.kind = lockKindFromFlags(a.flags);
       t.addr = addr;
-      t.kind = lockKindFromFlags(a.flags);
-      t.count = a.count;
-      t.wait_ns = a.wait_ns;
-      all.push_back(t);
+      t.count += a.count;
+      t.wait_ns += a.wait_ns;
     }
+    std::vector<TopLock> all;
+    all.reserve(by_addr.size());
+    for (auto& [addr, t] : by_addr) all.push_back(t);
     std::sort(all.begin(), all.end(), [](const TopLock& a, const TopLock& b) {
       return a.wait_ns != b.wait_ns ? a.wait_ns > b.wait_ns : a.addr < b.addr;
     });
@@ -740,13 +777,15 @@ TraceSnapshot BpfTracer::snapshot() const {
       std::vector<uint8_t> raw(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
                                static_cast<size_t>(ncpus));
       for (size_t i = keep; i < all.size(); ++i) {
-        // The value as deleted (with the adds since the walk above).
-        if (bpf_map_lookup_and_delete_elem(la_fd, &all[i].addr, raw.data()) != 0) continue;
-        const mt_lock_addr a = sumPerCpu<mt_lock_addr>(raw, ncpus);
-        m.other_locks.count += a.count;
-        m.other_locks.wait_ns += a.wait_ns;
-        other.count += a.count;
-        other.wait_ns += a.wait_ns;
+        for (const uint64_t key : {all[i].addr, all[i].addr | 1}) {
+          // The value as deleted (with the adds since the walk above).
+          if (bpf_map_lookup_and_delete_elem(la_fd, &key, raw.data()) != 0) continue;
+          const mt_lock_addr a = sumPerCpu<mt_lock_addr>(raw, ncpus);
+          m.other_locks.count += a.count;
+          m.other_locks.wait_ns += a.wait_ns;
+          other.count += a.count;
+          other.wait_ns += a.wait_ns;
+        }
       }
       all.resize(keep);
     }
@@ -768,12 +807,8 @@ TraceSnapshot BpfTracer::snapshot() const {
   return s;
 }
 
-uint64_t BpfTracer::contentionEnds() const {
-  mt_node n{};
-  const uint32_t zero = 0;
-  lookupPerCpu(bpf_map__fd(impl_->skel->maps.node), zero, impl_->ncpus, n);
-  return n.lock_ends;
-}
+uint64_t BpfTracer::contentionEnds() const { return impl_->nodeStats().lock_ends; }
+BpfTracer::Misses BpfTracer::misses() const { return impl_->misses(); }
 
 SnapshotHistory& BpfTracer::reportHistory() { return impl_->history; }
 const Kallsyms* BpfTracer::kallsyms() {

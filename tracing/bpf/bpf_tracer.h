@@ -4,8 +4,9 @@
 // scrape into the same TraceSnapshot the tracefs backend's aggregator gives,
 // so tracing/trace_metrics.h renders the same metric names, labels and
 // semantics. Nothing crosses a ring buffer: no event can be lost to a slow
-// reader (a program hit recursively, inside another of ours, is skipped by
-// the kernel and counted as lost).
+// reader (a program hit recursively, inside itself, is skipped by the
+// kernel; the lock programs' rescue twins handle most such contention
+// events, and the rest are counted as lost: misses()).
 //
 // What the snapshot holds, against the tracefs backend's:
 //  - per cgroup: reclaim counts, pages, unpaired ends and stall histograms by
@@ -76,6 +77,9 @@ struct BpfTracerOptions {
   size_t max_exited_processes = 32;
   /// Exited tasks' rows the kernel holds between two drains (one a second).
   size_t max_exited_tasks = 4096;
+  /// Tests only: the main lock programs spin this long per run, so that
+  /// contentions nest in them and their rescue twins run (0: off).
+  uint64_t test_lock_hold_ns = 0;
   /// Paths for probe(): the kernel's BTF (tests point it elsewhere).
   std::string btf_path = "/sys/kernel/btf/vmlinux";
 };
@@ -119,6 +123,18 @@ class BpfTracer : public ReclaimAttribution,
   /// lock:contention_end events seen since start (paired, unpaired, and
   /// those of series dropped since): what an independent trace counts.
   uint64_t contentionEnds() const;
+  /// The kernel's recursion misses (program runs it skipped because the
+  /// program was already running on that CPU): of the main programs, of the
+  /// lock programs' rescue twins, and the main programs' misses the twins
+  /// handled (memcg_trace.bpf.c). snapshot().events_lost = missed - rescued.
+  struct Misses {
+    uint64_t missed = 0;
+    uint64_t twins_missed = 0;
+    uint64_t rescued = 0;
+    /// Each program's misses (those with any), for diagnostics.
+    std::vector<std::pair<std::string, uint64_t>> by_program;
+  };
+  Misses misses() const;
   /// Entries in use and capacity of each bounded map (memcg_trace_bpf_map_*).
   std::vector<MapSize> mapSizes() const;
 

@@ -7,9 +7,11 @@
  * when it hits the tracepoint, keyed by that cgroup's id (its kernfs id, the
  * directory inode discovery knows it by), on cgroup v1 and v2 alike.
  * tp_btf programs: a recursive hit (a tracepoint fired inside one of these
- * programs, e.g. a contended map bucket lock) is skipped by the kernel and
- * counted in the program's recursion_misses, which the loader reports as
- * lost events. GPL: tp_btf needs a GPL-compatible program. */
+ * programs, e.g. an interrupt contending a spinlock) is skipped by the
+ * kernel and counted in the program's recursion_misses; for the lock
+ * programs, where that happens in a storm, a rescue twin handles most of
+ * them (see the lock probes below); the loader reports the rest as lost
+ * events. GPL: tp_btf needs a GPL-compatible program. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -25,6 +27,10 @@ const volatile __u64 stall_bounds[MT_BOUNDS_PAD] = {[0 ... MT_BOUNDS_PAD - 1] = 
 const volatile __u64 lock_bounds[MT_BOUNDS_PAD] = {[0 ... MT_BOUNDS_PAD - 1] = ~0ULL};
 const volatile __s32 hierarchy_id = 0; /* memory's v1 hierarchy id, 0 on v2 */
 const volatile __u32 locks_on = 0;     /* the lock probes are loaded */
+/* Tests only (BpfTracerOptions::test_lock_hold_ns): the main lock programs
+ * spin this long with their busy flag up, so that contentions nest in them
+ * often enough for a test to see the rescue twins at work. 0: no code runs. */
+const volatile __u64 test_lock_hold_ns = 0;
 
 #define PF_KSWAPD_FLAG 0x00020000 /* include/linux/sched.h PF_KSWAPD */
 #define LCB_F_MUTEX_ONLY 32       /* a bare mutex re-begin: the tracefs filter drops it */
@@ -45,7 +51,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __type(key, __u32);
   __type(value, struct mt_node);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2); /* [1]: the lock programs' rescue twins (see there) */
 } node SEC(".maps");
 
 /* Per-task state in the task's own local storage, not a hash keyed by tid:
@@ -680,44 +686,71 @@ int BPF_PROG(shrink_slab_end, struct shrinker* shr, int nid, int shrinker_retval
 
 /* --- lock probes (autoloaded only with --collector.vmscan.locks) --- */
 
-SEC("tp_btf/contention_begin")
-int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
-  if (flags == LCB_F_MUTEX_ONLY) return 0;
-  struct mt_node* n = node_stats();
-  if (!n) return 0;
+/* Each contention program has a rescue twin on the same tracepoint. The
+ * kernel runs a program at most once at a time per CPU: a contention that
+ * fires on a CPU while the main program runs there (an interrupt whose
+ * handler contends a lock, or a lock the program itself takes) makes the
+ * kernel skip the main program for it (a recursion miss). The twin is
+ * another program, so it runs then. The main program raises its busy flag
+ * in the CPU's node slot for the whole of its work; the twin does the work
+ * only while that flag is up, i.e. exactly when the main program was
+ * skipped for this event (in the same context the main program has run to
+ * its end first: the twin is attached after it, and with the opposite order
+ * the twin would see the flag down unless nested, the same outcome). A miss
+ * inside the first instructions of the main program, before the flag is
+ * raised, is not rescued: such misses stay counted as lost (the loader
+ * subtracts the rescued count from the main programs' misses).
+ * The twin counts into the node's second slot and into lock_waits entries
+ * of their own (key rescue = 1) and lock_addrs keys with the low bit set, which
+ * user space merges: the main program's counter updates are plain
+ * read-modify-writes of per-CPU values, and the twin, running inside one of
+ * them, would otherwise have its add overwritten. Both work on the task's
+ * lock stack, whose slots the main program reserves before filling (begin)
+ * and reads before releasing (end), so a nested pair uses the slot above. */
+static long hold_step(__u64 i, void* until) {
+  return bpf_ktime_get_ns() >= *(__u64*)until;
+}
+
+static __always_inline void test_hold(void) {
+  if (!test_lock_hold_ns) return;
+  __u64 until = bpf_ktime_get_ns() + test_lock_hold_ns;
+  bpf_loop(1 << 20, hold_step, &until, 0);
+}
+
+static __always_inline struct mt_node* rescue_stats(void) {
+  __u32 k = 1;
+  return bpf_map_lookup_elem(&node, &k);
+}
+
+static __always_inline void lock_begin(__u64 addr, unsigned int flags, struct mt_node* n) {
   n->events++;
   struct mt_task* t = task_of(1, n);
-  if (!t) return 0;
-  __u64 addr = (__u64)lock;
+  if (!t) return;
   __u32 d = t->depth;
   for (int i = 0; i < MT_LOCK_DEPTH; i++) {
     if (i < d && t->lock_addr[i] == addr) { /* mutex re-begin: keep the first */
       n->lock_nested_begins++;
-      return 0;
+      return;
     }
   }
   if (d >= MT_LOCK_DEPTH) { /* deeper than irq nesting goes: ignore */
     n->lock_nested_begins++;
-    return 0;
+    return;
   }
+  t->depth = d + 1; /* reserved before it is filled (see above) */
   __u64 now = bpf_ktime_get_ns();
   t->lock_ts[d] = now ? now : 1;
   t->lock_addr[d] = addr;
   t->lock_flags[d] = flags;
   t->lock_cg[d] = in_reclaim(t) ? current_memcg_id() : MT_NODE_ID;
-  t->depth = d + 1;
-  return 0;
 }
 
-SEC("tp_btf/contention_end")
-int BPF_PROG(contention_end, void* lock, int ret) {
-  struct mt_node* n = node_stats();
-  if (!n) return 0;
+/* rescue: 0 for the main program, 1 for its twin (its own entries). */
+static __always_inline void lock_end(__u64 addr, int ret, struct mt_node* n, __u32 rescue) {
   n->events++;
   n->lock_ends++;
   __u64 now = bpf_ktime_get_ns();
   struct mt_task* t = task_of(0, n);
-  __u64 addr = (__u64)lock;
   int found = -1;
   if (t) {
     __u32 d = t->depth;
@@ -730,33 +763,80 @@ int BPF_PROG(contention_end, void* lock, int ret) {
   }
   if (found < 0 || !t) {
     n->lock_unpaired_ends++;
-    return 0;
+    return;
   }
   found &= MT_LOCK_DEPTH - 1;
-  /* Opens above the match lost their end: dropped with it. */
-  t->depth = found;
   __u64 ts = t->lock_ts[found];
-  struct mt_lock_key k = {.cg_id = t->lock_cg[found], .flags = t->lock_flags[found]};
+  struct mt_lock_key k = {.cg_id = t->lock_cg[found], .flags = t->lock_flags[found],
+                          .rescue = rescue};
+  /* Opens above the match lost their end: dropped with it. Released only
+   * now that the slot is read. */
+  t->depth = found;
   struct mt_lock_wait* w = lookup_or_create(&lock_waits, &k, &zero_lock_wait);
   if (!w) {
     n->lock_map_full++;
-    return 0;
+    return;
   }
   if (ret != 0) w->aborted++;
   const __u64 wait = now >= ts ? now - ts : 0;
   observe(&w->wait, wait, 1);
   /* The lock's own series (top locks). */
-  __u64 la = addr;
+  __u64 la = addr | rescue;
   struct mt_lock_addr fresh = {.flags = k.flags};
   struct mt_lock_addr* a = lookup_or_create(&lock_addrs, &la, &fresh);
   if (!a) {
     n->lock_addrs_full++;
-    la = MT_OTHER_LOCK;
+    la = MT_OTHER_LOCK | rescue;
     a = bpf_map_lookup_elem(&lock_addrs, &la);
-    if (!a) return 0;
+    if (!a) return;
   }
   a->count++;
   a->wait_ns += wait;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
+  if (flags == LCB_F_MUTEX_ONLY) return 0;
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->lock_begin_busy = 1;
+  test_hold();
+  lock_begin((__u64)lock, flags, n);
+  n->lock_begin_busy = 0;
+  return 0;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(cont_begin_twin, void* lock, unsigned int flags) {
+  if (flags == LCB_F_MUTEX_ONLY) return 0;
+  struct mt_node* n = node_stats();
+  if (!n || !n->lock_begin_busy) return 0;
+  struct mt_node* r = rescue_stats();
+  if (!r) return 0;
+  r->lock_rescued++;
+  lock_begin((__u64)lock, flags, r);
+  return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(contention_end, void* lock, int ret) {
+  struct mt_node* n = node_stats();
+  if (!n) return 0;
+  n->lock_end_busy = 1;
+  test_hold();
+  lock_end((__u64)lock, ret, n, 0);
+  n->lock_end_busy = 0;
+  return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(cont_end_twin, void* lock, int ret) {
+  struct mt_node* n = node_stats();
+  if (!n || !n->lock_end_busy) return 0;
+  struct mt_node* r = rescue_stats();
+  if (!r) return 0;
+  r->lock_rescued++;
+  lock_end((__u64)lock, ret, r, 1);
   return 0;
 }
 

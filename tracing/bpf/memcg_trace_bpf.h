@@ -139,6 +139,12 @@ struct mt_node {
   mt_u64 lock_ends;        /* contention_end events seen */
   mt_u64 lock_addrs_full;  /* contentions of locks the full lock_addrs map could not take */
   mt_u64 exited_full;      /* exited tasks' report rows summed into "other" (exited map full) */
+  /* Contention events the rescue twins handled (main program skipped). */
+  mt_u64 lock_rescued;
+  /* Raised while the main contention program runs on this CPU (slot 0
+   * only; not counters: user space ignores them). */
+  mt_u64 lock_begin_busy;
+  mt_u64 lock_end_busy;
 };
 
 /* A task's reclaim report row (tracing/report_rows.h ProcessTraceStats, the
@@ -209,7 +215,7 @@ struct mt_task_row {
 struct mt_lock_key {
   mt_u64 cg_id;
   mt_u32 flags;
-  mt_u32 pad;
+  mt_u32 rescue; /* 1: the rescue twin's entry, merged with 0's by user space */
 };
 struct mt_lock_wait {
   mt_u64 aborted;
@@ -218,7 +224,10 @@ struct mt_lock_wait {
 
 /* Per-CPU value of the `lock_addrs` map, keyed by the lock's address: the
  * lock API's top locks (tracing/lock_stats.h TopLock). Key MT_OTHER_LOCK:
- * the contentions a full map could not take. */
+ * the contentions a full map could not take. A key with the low bit set
+ * (locks are aligned, so no address has it) is the lock programs' rescue
+ * twin's entry for that address (MT_OTHER_LOCK | 1: its "other"), merged
+ * with the plain key's by user space. */
 #define MT_OTHER_LOCK 0
 struct mt_lock_addr {
   mt_u64 count;

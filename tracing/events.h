@@ -33,7 +33,7 @@ enum class EventType : uint8_t {
   // LRU/writeback/slab detail and cgroup removal (tracing/aggregator_scan.cpp).
   kLruIsolate,       // vmscan:mm_vmscan_lru_isolate (nr_scanned, nr_taken, lru)
   kLruShrinkActive,  // vmscan:mm_vmscan_lru_shrink_active (nr_taken, nr_deactivated)
-  kWriteFolio,       // vmscan:mm_vmscan_write_folio (6.1: mm_vmscan_writepage)
+  kWriteFolio,       // vmscan:mm_vmscan_write_folio (older kernels: mm_vmscan_writepage)
   kThrottled,        // vmscan:mm_vmscan_throttled (usec_delayed, reason)
   kShrinkSlabStart,  // vmscan:mm_shrink_slab_start, by the shrinking task
   kShrinkSlabEnd,    // vmscan:mm_shrink_slab_end (retval = objects freed)

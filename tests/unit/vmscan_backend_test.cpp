@@ -113,5 +113,44 @@ TEST(BpfBucketSearch, PicksTheTracefsBackendsBucket) {
   expectSameBuckets<tracing::LockHistogram>(tracing::kLockBoundsNs);
 }
 
+// The two backends take their switches and bounds from one set of flags:
+// the bpf backend's options are the tracefs backend's, field by field
+// (write_folio, throttled and reclaim_pages have no flag: on in both).
+TEST(VmscanBackendOptions, BpfOptionsMirrorTheTracersForEveryFlagSetting) {
+  const std::vector<std::string> switches = {
+      "collector.vmscan.lru-detail", "collector.vmscan.shrink-slab", "collector.vmscan.locks",
+      "collector.vmscan.lock-callers", "collector.vmscan.lock-addresses"};
+  for (size_t mask = 0; mask < (1u << switches.size()); ++mask) {
+    VmscanOptions v;
+    for (size_t i = 0; i < switches.size(); ++i)
+      setFlag(v, switches[i], (mask >> i) & 1 ? "true" : "false");
+    for (CgroupMode mode : {CgroupMode::kV1, CgroupMode::kV2}) {
+      MountLayout layout;
+      layout.mode = mode;
+      layout.memoryRoot = mode == CgroupMode::kV2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+      const tracing::TracerOptions t = tracerOptions(v, layout, "/host/proc");
+      const tracing::bpf::BpfTracerOptions b = bpfTracerOptions(v, layout, "/host/proc");
+      SCOPED_TRACE("mask " + std::to_string(mask) + (mode == CgroupMode::kV2 ? " v2" : " v1"));
+      EXPECT_EQ(b.procfs, "/host/proc");
+      EXPECT_EQ(b.memory_root, layout.memoryRoot);
+      EXPECT_EQ(b.memory_v2, mode == CgroupMode::kV2);
+      EXPECT_EQ(b.locks, t.locks);
+      EXPECT_EQ(b.locks, v.locks || v.lockCallers);
+      EXPECT_EQ(b.lock_addresses, v.lockAddresses);
+      EXPECT_EQ(b.lru_detail, v.lruDetail);
+      EXPECT_EQ(b.shrink_slab, v.shrinkSlab);
+      EXPECT_EQ(b.write_folio, t.write_folio);
+      EXPECT_EQ(b.throttled, t.throttled);
+      EXPECT_EQ(b.reclaim_pages, t.reclaim_pages);
+      EXPECT_TRUE(b.write_folio && b.throttled && b.reclaim_pages);
+      EXPECT_EQ(b.max_cgroups, t.aggregator.max_cgroups);
+      EXPECT_EQ(b.max_pids, t.aggregator.max_pids);
+      EXPECT_EQ(b.max_processes, t.aggregator.max_processes);
+      EXPECT_EQ(b.max_exited_processes, t.aggregator.max_exited_processes);
+      EXPECT_EQ(b.test_lock_hold_ns, 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memcg

@@ -66,12 +66,17 @@ uint64_t monoNs() {
          static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// libbpf's own messages: warnings to our log, its debug chatter dropped.
+// libbpf's own messages (warnings and info) to our debug log, its debug
+// chatter dropped. Whole: a refused program's message is the verifier's
+// log, kilobytes long, and its end says why.
 int libbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   if (level == LIBBPF_DEBUG) return 0;
-  char buf[512];
-  int n = vsnprintf(buf, sizeof buf, fmt, args);
-  std::string msg(buf);
+  va_list again;
+  va_copy(again, args);
+  const int n = vsnprintf(nullptr, 0, fmt, args);
+  std::string msg(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) vsnprintf(msg.data(), msg.size() + 1, fmt, again);
+  va_end(again);
   while (!msg.empty() && msg.back() == '\n') msg.pop_back();
   if (!msg.empty()) log::debug("libbpf", "msg=" + log::quote(msg));
   return n;

@@ -16,11 +16,14 @@
 // Processes no scrape saw alive (shorter than the scrape interval: builds,
 // batch jobs, cron) are attributed from their exit record to the cgroup they
 // were in:
-//  - with tracing, by the tracer's pid cache (the App hands the service the
-//    Tracer as a tracing::PidCgroupLookup; taskstatsExitLocator,
-//    collectors/taskstats_locator.h; it follows fork, exit and cgroup attach,
-//    and every task that reclaimed is in it), retried for a few seconds while
-//    the trace reader catches up;
+//  - with tracing, by the running backend (the App hands the service the
+//    tracefs Tracer or the BpfTracer as a tracing::PidCgroupLookup;
+//    taskstatsExitLocator, collectors/taskstats_locator.h): the tracefs
+//    backend's pid cache follows fork, exit and cgroup attach (every task
+//    that reclaimed is in it); the bpf backend records each process's memcg
+//    at its leader's sched_process_exit in a bounded map (tracing/bpf/
+//    bpf_tracer.h). Retried for a few seconds while the trace reader catches
+//    up, or while the exit record is ahead of sched_process_exit;
 //  - without tracing (and for tasks the tracer does not know), by sampling:
 //    between scrapes the listener thread reads the scraped cgroups'
 //    cgroup.procs every second (no TASKSTATS queries), so a process that
@@ -70,8 +73,8 @@ const metrics::Desc kQueryOverruns = nodeCounter(
     "replies were asked for again.");
 const metrics::Desc kExitsLocated = nodeCounter(
     "memcg_delay_exits_located_total",
-    "Exited processes no scrape saw alive, folded into the cgroup they were in (tracer's pid "
-    "cache or /proc at exit).");
+    "Exited processes no scrape saw alive, folded into the cgroup they were in (the vmscan "
+    "backend's record of exits, or cgroup.procs sampled between scrapes).");
 const metrics::Desc kListening = nodeGauge(
     "memcg_delay_exit_listener_up", "1 if the TASKSTATS exit listener is registered.");
 const metrics::Desc kProcesses = cgroupGauge(

@@ -31,8 +31,9 @@ FlagList taskstatsFlags(TaskstatsOptions& o);
 /// How the service attributes the exit of a process no scrape saw alive
 /// (collectors/taskstats.cpp explains both ways).
 struct TaskstatsExitAttribution {
-  /// The tracer's pid cache (the App passes the Tracer); null while tracing
-  /// is down: then by sampling cgroup.procs only. Must outlive the service.
+  /// The running vmscan backend (the App passes the tracefs Tracer or the
+  /// BpfTracer); null while tracing is down: then by sampling cgroup.procs
+  /// only. Must outlive the service.
   const tracing::PidCgroupLookup* lookup = nullptr;
   /// Where the memory hierarchy is, to find the inode of an answer without one.
   MountLayout layout;

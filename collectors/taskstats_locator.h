@@ -1,6 +1,7 @@
 // Where a process no scrape saw alive was when it exited: the taskstats
 // service's ExitLocator (collectors/taskstats/delay_ledger.h), from the
-// tracer's pid cache, handed in as TaskstatsExitAttribution
+// running vmscan backend (tracefs pid cache or bpf exit map), handed in as
+// TaskstatsExitAttribution
 // (collectors/taskstats.h). The fallback without it, sampling cgroup.procs,
 // is explained in collectors/taskstats.cpp.
 #pragma once

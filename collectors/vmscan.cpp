@@ -153,9 +153,10 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
 }
 
 TracingService startVmscanBackend(const VmscanOptions& o, const MountLayout& layout,
-                                  const std::string& procfs) {
-  return startVmscanBackend(o.backend, tracerOptions(o, layout, procfs),
-                            bpfTracerOptions(o, layout, procfs));
+                                  const std::string& procfs, bool exitCgroups) {
+  tracing::bpf::BpfTracerOptions b = bpfTracerOptions(o, layout, procfs);
+  b.exit_cgroups = exitCgroups;
+  return startVmscanBackend(o.backend, tracerOptions(o, layout, procfs), b);
 }
 
 TracingService startVmscanBackend(VmscanBackendChoice choice,
@@ -207,7 +208,7 @@ const metrics::Desc kBackendInfo = metrics::nodeGauge(
 const metrics::Desc kBpfMapEntries = metrics::nodeGauge(
     "memcg_trace_bpf_map_entries",
     "bpf backend: entries in use in each bounded BPF map (cgroups, tasks, exited, lock_waits, "
-    "lock_addrs, rstat, details).",
+    "lock_addrs, rstat, details, exit_cgroups).",
     {"map"});
 const metrics::Desc kBpfMapMax = metrics::nodeGauge(
     "memcg_trace_bpf_map_max_entries",
@@ -221,7 +222,8 @@ const metrics::Desc kBpfMapFull = metrics::nodeCounter(
     "to cgroup=\"_overflow\"; tasks, task state not kept (its ends count as unpaired); "
     "exited, exited tasks' reclaim report rows summed into its \"other\" row; lock_waits, "
     "lock and rstat events not counted; lock_addrs, contentions counted in the lock "
-    "report's other_locks.",
+    "report's other_locks; exit_cgroups, exited processes' memory cgroups evicted (LRU) for "
+    "newer exits.",
     {"map"});
 
 class VmscanCollector : public Collector {

@@ -82,6 +82,12 @@ struct TracingService {
     if (tracer) return tracer.get();
     return bpf.get();
   }
+  /// Whichever backend runs, for the taskstats exit attribution (null when
+  /// down; the bpf backend answers only if started with exit_cgroups).
+  const tracing::PidCgroupLookup* pidLookup() const {
+    if (tracer) return tracer.get();
+    return bpf.get();
+  }
 };
 
 /// Starts tracing (logs the outcome once). Never throws.
@@ -94,9 +100,11 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& o,
 
 /// Starts the backend --collector.vmscan.backend asks for (auto: bpf if
 /// bpf::probe() allows it and it loads, else tracefs), logging the choice
-/// and its reason once. Never throws.
+/// and its reason once. `exitCgroups`: the taskstats collector will ask
+/// where exited processes were (pidLookup()), which the bpf backend
+/// records only when asked (BpfTracerOptions::exit_cgroups). Never throws.
 TracingService startVmscanBackend(const VmscanOptions& o, const MountLayout& layout,
-                                  const std::string& procfs);
+                                  const std::string& procfs, bool exitCgroups = false);
 /// The same with explicit backend options (tests).
 TracingService startVmscanBackend(VmscanBackendChoice choice,
                                   const tracing::TracerOptions& tracefs,

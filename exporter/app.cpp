@@ -52,13 +52,16 @@ App::App(const Options& opts) : opts_(opts) {
   const std::string& procfs = opts_.discovery.procfsRoot;
   // Services before the collectors that read them.
   if (enabled(on, "vmscan")) {
-    tracing_ = startVmscanBackend(opts_.collectors.vmscan, layout, procfs);
+    tracing_ = startVmscanBackend(opts_.collectors.vmscan, layout, procfs,
+                                  /*exitCgroups=*/enabled(on, "taskstats"));
   }
   if (enabled(on, "taskstats")) {
-    // Exits of processes no scrape saw are attributed by the tracer's pid
-    // cache (null while tracing is down: by sampling cgroup.procs then).
+    // Exits of processes no scrape saw are attributed by the running
+    // backend: the tracefs tracer's pid cache, or the bpf backend's map of
+    // exited processes' memcgs (null while tracing is down: by sampling
+    // cgroup.procs then).
     TaskstatsExitAttribution exits;
-    exits.lookup = tracing_.tracer.get();
+    exits.lookup = tracing_.pidLookup();
     exits.layout = layout;
     taskstats_ = std::make_unique<TaskstatsService>(opts_.collectors.taskstats, procfs, exits);
   }

@@ -35,10 +35,12 @@ struct PidCgroup {
 
 /// "Which cgroup is (or was) this task in", for readers that learn of a task
 /// only when it has exited (the taskstats exit listener: its record names
-/// no cgroup). Answered from the tracer's pid cache, which follows fork,
-/// exit and cgroup attach; exited tasks are remembered for a bounded time
-/// (PidCache::kRecentExitRounds read rounds, at most PidCache::kRecentExits
-/// tasks), since the exit record and the trace's sched_process_exit race.
+/// no cgroup). Answered by the tracefs backend from its pid cache, which
+/// follows fork, exit and cgroup attach; exited tasks are remembered for a
+/// bounded time (PidCache::kRecentExitRounds read rounds, at most
+/// PidCache::kRecentExits tasks), since the exit record and the trace's
+/// sched_process_exit race. The bpf backend answers from a bounded map its
+/// program fills at sched_process_exit (bpf::BpfTracer::cgroupOf).
 /// Thread-safe.
 class PidCgroupLookup {
  public:

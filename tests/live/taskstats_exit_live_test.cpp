@@ -2,13 +2,16 @@
 // scrape saw it alive. A child in a 64 MiB memcg streams a 256 MiB file and
 // exits; the cgroup is scraped only afterwards. Its reclaim delays
 // (taskstats freepages) must be attributed, and close to the number of memcg
-// reclaims the kernel traced for the cgroup (our Tracer, which is also the
-// independent count here). Twice: with the tracer as the collector's lookup
-// (256 MiB, well under a second, the cgroup never scraped before), and
-// without it, by the fallback (cgroup.procs sampled every second between
-// scrapes: a 1 GiB stream, ~1-2 s, then 2 s idle in the cgroup before it is
-// killed, in a cgroup scraped once before the task started). Root, cgroup v1, TASKSTATS and
-// kernel.task_delayacct (switched on for the test and restored).
+// reclaims the kernel traced for the cgroup (the vmscan backend, which is
+// also the independent count here). Three times: with the tracefs backend as
+// the collector's lookup, and with the bpf backend as it (its map of exited
+// processes' memcgs; skipped without the backend) (256 MiB, well under a
+// second, the cgroup never scraped before), and without a lookup, by the
+// fallback (cgroup.procs sampled every second between scrapes: a 1 GiB
+// stream, ~1-2 s, then 2 s idle in the cgroup before it is killed, in a
+// cgroup scraped once before the task started; the tracefs backend counts).
+// Root, cgroup v1, TASKSTATS and kernel.task_delayacct (switched on for the
+// test and restored).
 #include <gtest/gtest.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -24,6 +27,7 @@
 #include "collectors/taskstats_locator.h"
 #include "tests/support/tracing_live_support.h"
 #include "tests/support/test_cgroup.h"
+#include "tracing/bpf/bpf_tracer.h"
 
 namespace memcg::tracing::live {
 namespace {
@@ -58,19 +62,46 @@ class TaskstatsExitLive : public ::testing::Test {
     uint64_t located = 0;
   };
 
-  Result run(bool with_tracer, int n, uint64_t file_bytes) {
+  // Who tells the collector where an exited process was.
+  enum class Lookup { kTracefs, kBpf, kNone };
+
+  Result run(Lookup how, int n, uint64_t file_bytes) {
     Result r;
-    test::TestCgroupV1 cg(std::string("tracing_texit_") + (with_tracer ? "trace" : "proc"));
+    const bool with_tracer = how != Lookup::kNone;
+    const char* name = how == Lookup::kTracefs ? "trace" : how == Lookup::kBpf ? "bpf" : "proc";
+    test::TestCgroupV1 cg(std::string("tracing_texit_") + name);
     cg.write("memory.limit_in_bytes", std::to_string(kLimit));
-    auto tracer = Tracer::start(liveTracerOptions("texit", n));
-    EXPECT_TRUE(tracer.ok()) << (tracer.ok() ? "" : tracer.error().message());
-    if (!tracer.ok()) return r;
+    // The backend that counts the cgroup's reclaims (and, but for kNone, is
+    // the lookup): the bpf backend records exits only when asked, as the
+    // App asks when the taskstats collector is on.
+    std::unique_ptr<Tracer> tracer;
+    std::unique_ptr<bpf::BpfTracer> bpf_tracer;
+    const PidCgroupLookup* lookup = nullptr;
+    std::function<TraceSnapshot()> snapshot;
+    if (how == Lookup::kBpf) {
+      bpf::BpfTracerOptions o;
+      o.memory_root = kMemcgRoot;
+      o.exit_cgroups = true;
+      auto t = bpf::BpfTracer::start(o);
+      EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message());
+      if (!t.ok()) return r;
+      bpf_tracer = std::move(*t);
+      lookup = bpf_tracer.get();
+      snapshot = [&] { return bpf_tracer->snapshot(); };
+    } else {
+      auto t = Tracer::start(liveTracerOptions("texit", n));
+      EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message());
+      if (!t.ok()) return r;
+      tracer = std::move(*t);
+      if (how == Lookup::kTracefs) lookup = tracer.get();
+      snapshot = [&] { return tracer->snapshot(); };
+    }
     auto cgroups = readWholeFile("/proc/cgroups");
     auto hid = cgroups.ok() ? parseMemoryHierarchyId(*cgroups) : std::nullopt;
     EXPECT_TRUE(hid.has_value());
     auto ids = std::make_shared<ProcCgroupResolver>("/proc", *hid, kMemcgRoot);
     CgroupDelayAggregator::Options opts;
-    opts.locate_exit = memcg::taskstatsExitLocator(with_tracer ? tracer->get() : nullptr, ids);
+    opts.locate_exit = memcg::taskstatsExitLocator(lookup, ids);
     // With the tracer: it alone. Without: sampling, every 250 ms here so that
     // the ~1 s task is sampled for sure (the collector samples every second).
     opts.sample_members = std::chrono::milliseconds(with_tracer ? 0 : 250);
@@ -105,9 +136,11 @@ class TaskstatsExitLive : public ::testing::Test {
     // same while the reader thread ran twice (its CPU time moved: a round
     // each), not a fixed 800 ms. The first scrape then places the exit,
     // which the pid cache keeps for 50 reader rounds: the wait stays well
-    // inside that (at most 8 s; a loaded machine runs fewer rounds).
+    // inside that (at most 8 s; a loaded machine runs fewer rounds). (The
+    // bpf backend has no reader: its maps are complete once the task is
+    // reaped, and each snapshot's own CPU time moves the clock.)
     auto sampleNow = [&] {
-      TraceSnapshot s = (*tracer)->snapshot();
+      TraceSnapshot s = snapshot();
       uint64_t n = 0;
       for (const auto& c : s.cgroups)
         if (c.path == cg.label()) n = c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
@@ -125,17 +158,21 @@ class TaskstatsExitLive : public ::testing::Test {
     auto d = (*agg)->collect(cg.path());  // the first scrape: after the exit
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message());
     if (d.ok()) r.delays = (*d)[DelayClass::kFreepages].count;
-    r.located = (*agg)->stats().exits_located;
-    for (const auto& c : (*tracer)->snapshot().cgroups) {
+    const auto st = (*agg)->stats();
+    r.located = st.exits_located;
+    for (const auto& c : snapshot().cgroups) {
       if (c.path == cg.label()) r.traced = c.reclaim[static_cast<size_t>(ReclaimKind::kMemcg)].total;
     }
     std::printf(
         "[ live ] %s: task ran and was placed in %.2f s, no scrape; freepages delays attributed %lu, memcg "
-        "reclaims traced %lu, exits located %lu\n",
-        with_tracer ? "tracer lookup" : "sampling fallback",
+        "reclaims traced %lu, exits located %lu (exit records %lu, listener overruns %lu)\n",
+        how == Lookup::kTracefs ? "tracefs lookup"
+        : how == Lookup::kBpf   ? "bpf lookup"
+                                : "sampling fallback",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
         static_cast<unsigned long>(r.delays), static_cast<unsigned long>(r.traced),
-        static_cast<unsigned long>(r.located));
+        static_cast<unsigned long>(r.located), static_cast<unsigned long>(st.exit_messages),
+        static_cast<unsigned long>(st.listener_overruns));
     return r;
   }
 
@@ -152,10 +189,18 @@ class TaskstatsExitLive : public ::testing::Test {
   std::optional<bool> prev_;
 };
 
-TEST_F(TaskstatsExitLive, ShortTaskWithTracerLookup) { expectClose(run(true, 1, kFile)); }
+TEST_F(TaskstatsExitLive, ShortTaskWithTracerLookup) {
+  expectClose(run(Lookup::kTracefs, 1, kFile));
+}
+
+TEST_F(TaskstatsExitLive, ShortTaskWithBpfLookup) {
+  if (auto a = bpf::probe(bpf::BpfTracerOptions{}); !a.ok)
+    GTEST_SKIP() << "bpf backend unavailable: " << a.reason;
+  expectClose(run(Lookup::kBpf, 3, kFile));
+}
 
 TEST_F(TaskstatsExitLive, TaskWithoutTracingBySampling) {
-  expectClose(run(false, 2, 4 * kFile));
+  expectClose(run(Lookup::kNone, 2, 4 * kFile));
 }
 
 }  // namespace

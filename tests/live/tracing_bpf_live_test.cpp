@@ -256,14 +256,23 @@ TEST(BpfLive, AutoPicksBpfWhereAllowed) {
 }
 
 // Drops CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN from this (child) process.
-bool dropBpfCaps() {
+// Clears CAP_SYS_ADMIN, CAP_PERFMON and CAP_BPF from this thread's effective
+// set; `permanently`: from its permitted and inheritable sets too. Not
+// permanently, `raise` sets them again (capabilities are per thread).
+bool dropBpfCaps(bool permanently = true, bool raise = false) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct d[2]{};
   if (::syscall(SYS_capget, &hdr, d) != 0) return false;
   for (int cap : {CAP_SYS_ADMIN, 38 /* CAP_PERFMON */, 39 /* CAP_BPF */}) {
-    d[cap / 32].effective &= ~(1u << (cap % 32));
-    d[cap / 32].permitted &= ~(1u << (cap % 32));
-    d[cap / 32].inheritable &= ~(1u << (cap % 32));
+    const uint32_t bit = 1u << (cap % 32);
+    if (raise) {
+      d[cap / 32].effective |= bit;
+      continue;
+    }
+    d[cap / 32].effective &= ~bit;
+    if (!permanently) continue;
+    d[cap / 32].permitted &= ~bit;
+    d[cap / 32].inheritable &= ~bit;
   }
   return ::syscall(SYS_capset, &hdr, d) == 0;
 }
@@ -1194,6 +1203,100 @@ TEST(BpfLive, TasksAttachedCountEachMoveUnderBothBackends) {
     EXPECT_EQ(sampleValue(btext, series), static_cast<double>(want));
     EXPECT_EQ(sampleValue(ttext, series), static_cast<double>(want));
   }
+}
+
+// The taskstats exit attribution's answers (BpfTracer::cgroupOf). Started
+// as the App starts it, the backend is the lookup, and answers (has its
+// map) only when the taskstats collector asks. Then: a live task's memcg
+// (also asked by a thread without the BPF capabilities, as the exporter's
+// are after start), the same after it exited and was reaped (from the exit
+// map), nothing for a pid no task has; 400 short processes in the memcg
+// overflow a 128-entry map: it holds at most 128 (the LRU evicted the rest,
+// counted as the map's "full"), and the newest exit still answers.
+TEST(BpfLive, ExitCgroupsAnswerLiveAndExitedTasksAndStayBounded) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  {
+    Discovery discovery{DiscoveryOptions{}};
+    VmscanOptions cfg;
+    cfg.backend = VmscanBackendChoice::kBpf;
+    for (bool exits : {false, true}) {
+      TracingService svc = startVmscanBackend(cfg, discovery.layout(), "/proc", exits);
+      ASSERT_NE(svc.bpf, nullptr) << svc.down.message();
+      EXPECT_EQ(svc.pidLookup(), svc.bpf.get());
+      EXPECT_EQ(svc.pidLookup()->cgroupOf(::getpid()).has_value(), exits);
+      const auto sizes = svc.bpf->mapSizes();
+      EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(),
+                              [](const bpf::MapSize& m) { return m.map == "exit_cgroups"; }),
+                exits ? 1 : 0);
+    }
+  }
+  Cgroup cg(uniq("bpfexit", 1));
+  ASSERT_TRUE(cg.ok) << cg.path << ": " << strerror(errno);
+  struct stat st {};
+  ASSERT_EQ(::stat(cg.path.c_str(), &st), 0);
+  const std::string rel = "/" + cg.path.substr(kMemcgRoot.size() + 1);
+  constexpr size_t kMax = 128;
+  constexpr int kShort = 400;
+  bpf::BpfTracerOptions o = liveBpfOptions();
+  o.exit_cgroups = true;
+  o.max_exit_cgroups = kMax;
+  auto t = bpf::BpfTracer::start(o);
+  ASSERT_TRUE(t.ok()) << t.error().message();
+  const bpf::BpfTracer& tracer = **t;
+
+  auto expectIn = [&](pid_t pid, bool exited, const char* what) {
+    auto w = tracer.cgroupOf(pid);
+    ASSERT_TRUE(w.has_value()) << what << " " << pid;
+    EXPECT_EQ(w->cgroup, rel) << what;
+    EXPECT_EQ(w->id, static_cast<uint64_t>(st.st_ino)) << what;
+    EXPECT_EQ(w->exited, exited) << what;
+  };
+  {
+    Child c([] { return 0; }, {.stay = true});
+    ASSERT_GT(c.pid, 0);
+    ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(c.pid)));
+    ASSERT_EQ(c.run(), 0);
+    const pid_t pid = c.pid;
+    expectIn(pid, false, "live task");
+    // As in the exporter, which drops its capabilities after start (threads
+    // started later, e.g. scrape workers, never had them): the answer needs
+    // no CAP_BPF, CAP_PERFMON or CAP_SYS_ADMIN.
+    ASSERT_TRUE(dropBpfCaps(/*permanently=*/false));
+    auto w = tracer.cgroupOf(pid);
+    ASSERT_TRUE(dropBpfCaps(false, /*raise=*/true));
+    EXPECT_TRUE(w.has_value() && w->id == static_cast<uint64_t>(st.st_ino))
+        << "live task, without the BPF capabilities";
+    c.kill();  // killed and reaped: /proc knows it no more
+    ASSERT_NE(::access(("/proc/" + std::to_string(pid)).c_str(), F_OK), 0);
+    expectIn(pid, true, "exited task");
+  }
+  // Above any pid_max (2^22): no such task, never an exit.
+  EXPECT_FALSE(tracer.cgroupOf((1 << 22) + 1).has_value());
+
+  pid_t last = -1;
+  for (int i = 0; i < kShort; ++i) {
+    Child c([] { return 0; });
+    ASSERT_GT(c.pid, 0);
+    ASSERT_TRUE(writeStr(cg.path + "/cgroup.procs", std::to_string(c.pid)));
+    c.start();
+    last = c.pid;
+    ASSERT_EQ(c.wait(), 0);
+  }
+  expectIn(last, true, "newest exit");
+  const auto sizes = tracer.mapSizes();
+  auto it = std::find_if(sizes.begin(), sizes.end(),
+                         [](const bpf::MapSize& m) { return m.map == "exit_cgroups"; });
+  ASSERT_NE(it, sizes.end());
+  EXPECT_EQ(it->max_entries, kMax);
+  EXPECT_LE(it->entries, kMax);
+  EXPECT_GT(it->entries, 0u);
+  // Every exit of ours added a key (the tgids are new to the map or evicted
+  // by then); what it does not hold was evicted.
+  EXPECT_GE(it->full, static_cast<uint64_t>(kShort + 1) - kMax);
+  std::printf("[ live ] exit_cgroups: %lu of %lu entries, %lu evicted, after %d exits of ours\n",
+              static_cast<unsigned long>(it->entries),
+              static_cast<unsigned long>(it->max_entries),
+              static_cast<unsigned long>(it->full), kShort + 1);
 }
 
 }  // namespace

@@ -130,6 +130,28 @@ std::vector<K> keysOf(bpf_map* map) {
   return keysOf<K>(bpf_map__fd(map), bpf_map__max_entries(map));
 }
 
+// Entries of a hash map, counted by batched lookups: a few syscalls where
+// get_next_key takes one per key (for a map that stays full: the LRU).
+size_t countEntries(bpf_map* map) {
+  const int fd = bpf_map__fd(map);
+  // Room for the whole map: a batch ends at a hash bucket's end, and a
+  // bucket larger than the room left is refused (ENOSPC).
+  const uint32_t room = bpf_map__max_entries(map);
+  std::vector<uint8_t> keys(size_t{bpf_map__key_size(map)} * room);
+  std::vector<uint8_t> vals(size_t{bpf_map__value_size(map)} * room);
+  uint32_t in = 0, out = 0;
+  size_t n = 0;
+  for (bool first = true;; first = false) {
+    uint32_t count = room;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &in, &out, keys.data(),
+                                         vals.data(), &count, nullptr);
+    n += count;
+    if (err != 0 || count == 0) break;  // ENOENT: the last batch
+    in = out;
+  }
+  return n;
+}
+
 template <class V, class K>
 bool lookupPerCpu(int fd, const K& key, int ncpus, V& out) {
   std::vector<uint8_t> raw(((sizeof(V) + 7) / 8 * 8) * static_cast<size_t>(ncpus));
@@ -188,6 +210,7 @@ struct BpfTracer::Impl {
 
   mutable std::mutex mu;
   mutable std::unordered_map<uint64_t, std::string> paths;  // resolved cgroup ids
+  mutable std::unordered_set<uint64_t> missing;  // ids no walk found (pathOf)
   // Begins counted as open too long: (tid, pair index, begin ts), once each.
   mutable std::set<std::tuple<uint32_t, int, uint64_t>> overdue;
   mutable std::array<uint64_t, kReclaimKinds> overdue_count{};
@@ -234,6 +257,31 @@ struct BpfTracer::Impl {
     if (skel) memcg_trace__destroy(skel);
   }
 
+  // The memory cgroup id of task `tid` (the program's task_memcg iterator,
+  // one task by a tid filter), 0 if there is no such task.
+  uint64_t taskMemcg(int32_t tid) const {
+    union bpf_iter_link_info linfo;
+    std::memset(&linfo, 0, sizeof linfo);
+    linfo.task.tid = static_cast<uint32_t>(tid);
+    LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
+                .link_info_len = sizeof linfo);
+    bpf_link* link = bpf_program__attach_iter(skel->progs.task_memcg, &opts);
+    if (!link) return 0;
+    uint64_t id = 0;
+    if (int fd = bpf_iter_create(bpf_link__fd(link)); fd >= 0) {
+      mt_task_memcg row{};
+      ssize_t n;
+      do {
+        n = ::read(fd, &row, sizeof row);
+      } while (n < 0 && errno == EINTR);
+      if (n == static_cast<ssize_t>(sizeof row) && row.tid == static_cast<uint32_t>(tid))
+        id = row.cg_id;
+      ::close(fd);
+    }
+    bpf_link__destroy(link);
+    return id;
+  }
+
   std::string labelOf(uint64_t cg_id) const {
     if (cg_id == 0) return "_unknown";
     auto p = pathOf(cg_id);
@@ -272,10 +320,16 @@ struct BpfTracer::Impl {
     }
   }
 
+  // Misses are remembered until the next snapshot: an id no walk finds is a
+  // removed cgroup, and the taskstats ledger asks again for an exit it could
+  // not place (every 200 ms, for 10 s): one walk each would cost a walk of
+  // the whole hierarchy each time.
   std::optional<std::string> pathOf(uint64_t id) const {
     if (auto it = paths.find(id); it != paths.end()) return it->second;
+    if (missing.count(id)) return std::nullopt;
     auto p = resolver->pathOfId(id);
     if (p) paths.emplace(id, *p);
+    else missing.insert(id);
     return p;
   }
 
@@ -391,6 +445,14 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   bpf_map__set_max_entries(s->maps.lock_addrs, static_cast<uint32_t>(o.max_lock_addrs + 1));
   // + the "other" entry.
   bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
+  // The taskstats exit attribution only when asked: its map is not created
+  // and its programs not loaded otherwise. task_memcg is attached per
+  // question (with a tid filter), not at start.
+  bpf_map__set_max_entries(s->maps.exit_cgroups, static_cast<uint32_t>(o.max_exit_cgroups));
+  bpf_map__set_autocreate(s->maps.exit_cgroups, o.exit_cgroups);
+  bpf_program__set_autoload(s->progs.exit_cgroup, o.exit_cgroups);
+  bpf_program__set_autoload(s->progs.task_memcg, o.exit_cgroups);
+  bpf_program__set_autoattach(s->progs.task_memcg, false);
 
   // Lock probes only when asked; any probe this kernel lacks is left out
   // (cgroup_rstat_* and memcg_flush_stats are recent), as the tracefs
@@ -623,6 +685,7 @@ TraceSnapshot BpfTracer::snapshot() const {
   }
   if (have_unknown) s.cgroups.push_back(std::move(unknown));
   std::erase_if(m.paths, [&](const auto& kv) { return live_ids.count(kv.first) == 0; });
+  m.missing.clear();
 
   // Begins open longer than the tracefs backend's bound, counted once each:
   // the tasks with state, listed by the program's task iterator.
@@ -689,6 +752,13 @@ TraceSnapshot BpfTracer::snapshot() const {
                      n.exited_full});
   if (m.opts.lru_detail || m.opts.shrink_slab)  // (its overflow counted with cgroups')
     m.sizes.push_back({"details", detail_keys, bpf_map__max_entries(m.skel->maps.details), 0});
+  if (m.opts.exit_cgroups) {
+    // Only the LRU evicts (nothing deletes): what it added and no longer
+    // holds was evicted. Read after `n`: a few exits may land in between.
+    const uint64_t held = countEntries(m.skel->maps.exit_cgroups);
+    m.sizes.push_back({"exit_cgroups", held, bpf_map__max_entries(m.skel->maps.exit_cgroups),
+                       n.exit_cgroups_added > held ? n.exit_cgroups_added - held : 0});
+  }
 
   if (m.opts.locks) {
     LockSnapshot& L = s.locks;
@@ -830,6 +900,30 @@ std::vector<MapSize> BpfTracer::mapSizes() const {
   (void)snapshot();  // before the first snapshot: read the maps once
   std::lock_guard<std::mutex> g(impl_->mu);
   return impl_->sizes;
+}
+
+std::optional<PidCgroup> BpfTracer::cgroupOf(int32_t pid) const {
+  const Impl& m = *impl_;
+  if (!m.opts.exit_cgroups || pid <= 0) return std::nullopt;
+  uint64_t id = 0;
+  bool exited = false;
+  mt_exit_cgroup e{};
+  const uint32_t key = static_cast<uint32_t>(pid);
+  const uint64_t now = monoNs();
+  if (bpf_map_lookup_elem(bpf_map__fd(m.skel->maps.exit_cgroups), &key, &e) == 0 &&
+      e.exit_ns <= now && now - e.exit_ns <= kRecentExitNs) {
+    id = e.cg_id;
+    exited = true;
+  } else {
+    // Alive, or between its exit record and its sched_process_exit (the
+    // record is sent first), or a zombie: the task itself says.
+    id = m.taskMemcg(pid);
+  }
+  if (id == 0) return std::nullopt;
+  std::lock_guard<std::mutex> g(m.mu);
+  auto path = m.pathOf(id);
+  if (!path) return std::nullopt;
+  return PidCgroup{*path, id, exited};
 }
 
 void BpfTracer::markReclaimer(int32_t tid) {

@@ -25,15 +25,20 @@
 //    default) in the cgroup's own series, and the report rows' write and
 //    throttle columns.
 //  - migrations into each memcg (tasks_attached, cgroup_attach_task).
+//  - with exit_cgroups (the taskstats collector on): where an exited
+//    process was (PidCgroupLookup), from a bounded LRU map the program
+//    fills at each thread-group leader's sched_process_exit, read by one
+//    map lookup per question; a task not (yet) in it is asked of the
+//    program's task iterator (its memcg, also while it exits).
 //  - not here: proactive episodes' re-charging and sampled lock callers.
-//    The App hands the taskstats-exit attribution no tracer in this mode.
 //  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
 // identity discovery knows a cgroup by), v1 and v2 alike; per task (thread
 // id) only the begin/end pairing state, dropped at the task's exit.
 // Bounds: max_cgroups series (then the "_overflow" series), max_pids tasks,
-// max_lock_series lock series; a removed memcg's series are dropped by the
-// program at cgroup_rmdir. mapSizes() gives their fill.
+// max_lock_series lock series, max_exit_cgroups exited processes (LRU); a
+// removed memcg's series are dropped by the program at cgroup_rmdir.
+// mapSizes() gives their fill.
 // Needs: a kernel with BTF (/sys/kernel/btf/vmlinux), CAP_BPF + CAP_PERFMON
 // (or CAP_SYS_ADMIN), and a build with libbpf, bpftool and clang
 // (MEMCG_HAVE_BPF); probe() says which is missing.
@@ -41,6 +46,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +86,14 @@ struct BpfTracerOptions {
   /// Tests only: the main lock programs spin this long per run, so that
   /// contentions nest in them and their rescue twins run (0: off).
   uint64_t test_lock_hold_ns = 0;
+  /// The memory cgroup of recently exited processes, for the taskstats exit
+  /// records (cgroupOf); set by the App when the taskstats collector is on.
+  bool exit_cgroups = false;
+  /// Exited processes remembered (LRU: the oldest make room). An answer
+  /// must outlive the exit record's way to the taskstats listener and its
+  /// retries (collectors/taskstats/delay_ledger.h): as many as PidCache
+  /// keeps (tracing/pid_cache.h kRecentExits).
+  size_t max_exit_cgroups = 8192;
   /// Paths for probe(): the kernel's BTF (tests point it elsewhere).
   std::string btf_path = "/sys/kernel/btf/vmlinux";
 };
@@ -103,7 +117,8 @@ struct MapSize {
 
 class BpfTracer : public ReclaimAttribution,
                   public ReclaimReportSource,
-                  public LockReportSource {
+                  public LockReportSource,
+                  public PidCgroupLookup {
  public:
   /// Loads and attaches the program. On error nothing stays attached.
   static Result<std::unique_ptr<BpfTracer>> start(const BpfTracerOptions& o);
@@ -141,6 +156,19 @@ class BpfTracer : public ReclaimAttribution,
   /// ReclaimAttribution: memcg reclaim by a marked task counts as proactive.
   void markReclaimer(int32_t tid) override;
   void unmarkReclaimer(int32_t tid) override;
+  /// PidCgroupLookup (with exit_cgroups; nullopt without): the memcg of
+  /// `pid`'s process at its leader's exit if that was within the last
+  /// kRecentExitNs (exited=true), else of the task `pid` if it is still
+  /// there (also a zombie, or a task in do_exit whose exit is not recorded
+  /// yet), else nullopt; nullopt too when the cgroup has no path (removed).
+  std::optional<PidCgroup> cgroupOf(int32_t pid) const override;
+  /// How long an exit answers: the taskstats ledger retries an exit for
+  /// DelayLedger::kPendingAge (10 s); an older entry of a reused tgid must
+  /// not answer for the new process. (Reused within it, and asked between
+  /// the new process's exit record and its sched_process_exit, the old
+  /// entry still answers.)
+  static constexpr uint64_t kRecentExitNs = 10'000'000'000ull;
+
   /// Episodes re-charging reclaim to another cgroup are not kept here.
   bool beginEpisode(int32_t, std::string_view) override { return false; }
   void endEpisode(int32_t) override {}

@@ -24,6 +24,7 @@ LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
 bool BpfTracer::lockAddresses() const { return false; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
 uint64_t BpfTracer::contentionEnds() const { return 0; }
+std::optional<PidCgroup> BpfTracer::cgroupOf(int32_t) const { return std::nullopt; }
 void BpfTracer::markReclaimer(int32_t) {}
 void BpfTracer::unmarkReclaimer(int32_t) {}
 

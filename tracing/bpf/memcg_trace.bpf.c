@@ -588,6 +588,53 @@ int BPF_PROG(task_exit, struct task_struct* p) {
   return 0;
 }
 
+/* --- taskstats exit attribution (autoloaded only when the taskstats
+ * collector asks for it: BpfTracerOptions::exit_cgroups) --- */
+
+/* The memory cgroup of each process that exited recently, by tgid: a
+ * taskstats exit record names no cgroup, and by the time user space reads
+ * it /proc no longer shows the task's cgroup (v1 prints "/" for an exiting
+ * task) or the task is reaped. LRU: the oldest exits make room. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __type(key, __u32);
+  __type(value, struct mt_exit_cgroup);
+  __uint(max_entries, 8192); /* set by the loader */
+} exit_cgroups SEC(".maps");
+
+/* The record is per process (tgid), so the leader's exit is recorded. A
+ * second program on the tracepoint rather than a branch in task_exit: it is
+ * loaded only when wanted. The task is still in its cgroup here:
+ * sched_process_exit fires before cgroup_exit() in do_exit(), and even after
+ * it task->cgroups keeps pointing at the task's css_set until the task is
+ * freed. taskstats_exit() runs before this tracepoint, so a record can
+ * arrive first: user space then asks task_memcg, and retries. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(exit_cgroup, struct task_struct* p) {
+  if (p->pid != p->tgid) return 0;
+  struct mt_exit_cgroup v = {.cg_id = memcg_id_of(p), .exit_ns = bpf_ktime_get_ns()};
+  if (!v.cg_id) return 0;
+  __u32 key = p->tgid;
+  if (bpf_map_update_elem(&exit_cgroups, &key, &v, BPF_NOEXIST) == 0) {
+    struct mt_node* n = node_stats();
+    if (n) n->exit_cgroups_added++;
+    return 0;
+  }
+  bpf_map_update_elem(&exit_cgroups, &key, &v, BPF_ANY); /* the tgid exited before */
+  return 0;
+}
+
+/* The memory cgroup of the one task the loader's link names (a tid filter,
+ * kernel 6.1+): a live or exiting task, read as exit_cgroup reads it. */
+SEC("iter/task")
+int task_memcg(struct bpf_iter__task* ctx) {
+  struct task_struct* task = ctx->task;
+  if (!task) return 0;
+  struct mt_task_memcg row = {.tid = task->pid, .cg_id = memcg_id_of(task)};
+  bpf_seq_write(ctx->meta->seq, &row, sizeof row);
+  return 0;
+}
+
 /* --- detail events (autoloaded only with --collector.vmscan.lru-detail or
  * --collector.vmscan.shrink-slab): tracing/aggregator_scan.cpp --- */
 

@@ -145,6 +145,7 @@ struct mt_node {
    * only; not counters: user space ignores them). */
   mt_u64 lock_begin_busy;
   mt_u64 lock_end_busy;
+  mt_u64 exit_cgroups_added; /* new keys in `exit_cgroups` (minus its entries: evicted) */
 };
 
 /* A task's reclaim report row (tracing/report_rows.h ProcessTraceStats, the
@@ -207,6 +208,21 @@ struct mt_task_row {
   mt_u64 begin_ts[MT_PAIRED_KINDS];
   char comm[MT_COMM_LEN];
   struct mt_task_report rep;
+};
+
+/* Value of the `exit_cgroups` map (key: the process's tgid): the memory
+ * cgroup its thread-group leader was in at its sched_process_exit, for the
+ * taskstats exit records (tracing/attribution.h PidCgroupLookup). */
+struct mt_exit_cgroup {
+  mt_u64 cg_id;
+  mt_u64 exit_ns; /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the exit */
+};
+
+/* One row of the task_memcg iterator: a task's memory cgroup. */
+struct mt_task_memcg {
+  mt_u32 tid;
+  mt_u32 pad;
+  mt_u64 cg_id;
 };
 
 /* Key of the `lock_waits` map: contentions of one LCB_F_* flags value,

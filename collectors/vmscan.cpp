@@ -34,9 +34,8 @@ FlagList vmscanFlags(VmscanOptions& o) {
       {"collector.vmscan.backend",
        "vmscan collector: where reclaim and lock events are aggregated: tracefs (the "
        "exporter's tracefs instance, read in user space), bpf (in the kernel by a BPF program: "
-       "needs kernel BTF and CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN; no sampled lock "
-       "callers) or auto (bpf where possible, else tracefs; the choice is "
-       "logged and shown in memcg_trace_backend_info).",
+       "needs kernel BTF and CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) or auto (bpf where "
+       "possible, else tracefs; the choice is logged and shown in memcg_trace_backend_info).",
        false,
        [&o](const std::string& v) {
          if (v == "tracefs") {
@@ -85,8 +84,9 @@ FlagList vmscanFlags(VmscanOptions& o) {
                  o.locks),
       switchFlag("collector.vmscan.lock-callers",
                  "vmscan collector: sample the kernel stacks of lock contentions (at most 64 a "
-                 "second, a stacktrace trigger in the exporter's tracefs instance), shown in "
-                 "/api/v1/locks. Implies --collector.vmscan.locks.",
+                 "second: a stacktrace trigger in the exporter's tracefs instance, or with the "
+                 "bpf backend its contention_begin program), shown in /api/v1/locks. Implies "
+                 "--collector.vmscan.locks.",
                  o.lockCallers),
       switchFlag("collector.vmscan.lock-addresses",
                  "vmscan collector: show raw kernel addresses in /api/v1/locks (each lock's "
@@ -140,6 +140,9 @@ tracing::bpf::BpfTracerOptions bpfTracerOptions(const VmscanOptions& v,
   o.memory_v2 = t.memory_v2;
   o.locks = t.locks;
   o.lock_addresses = t.lock_addresses;
+  o.lock_callers = t.lock_callers;
+  o.lock_caller_samples = t.lock_caller_samples;
+  o.lock_caller_interval = t.lock_caller_interval;
   o.lru_detail = t.lru_detail;
   o.shrink_slab = t.shrink_slab;
   o.write_folio = t.write_folio;

@@ -51,8 +51,8 @@ const Desc kUnpaired = metrics::nodeCounter(
     "tracing, or a lost event).");
 const Desc kSamples = metrics::nodeCounter(
     "memcg_lock_caller_samples_total",
-    "Kernel stacks sampled at lock contention begins (stacktrace trigger; "
-    "--collector.vmscan.lock-callers).");
+    "Kernel stacks sampled at lock contention begins (a stacktrace trigger, or the bpf "
+    "backend's contention_begin program; --collector.vmscan.lock-callers).");
 
 double d(uint64_t v) { return static_cast<double>(v); }
 
@@ -87,9 +87,12 @@ nlohmann::json histJson(const LockHistogram& h) {
   return {{"count", h.count}, {"sum_seconds", h.exposedSum()}};
 }
 
+// The stacktrace trigger's own frames, and the bpf backend's: its program
+// (bpf_prog_<tag>_contention_begin) and the runner that calls it.
 bool isTracingFrame(std::string_view name) {
   return name.rfind("trace_event_raw_event_", 0) == 0 || name.rfind("__traceiter_", 0) == 0 ||
-         name.rfind("__trace_", 0) == 0 || name.rfind("trace_contention_", 0) == 0;
+         name.rfind("__trace_", 0) == 0 || name.rfind("trace_contention_", 0) == 0 ||
+         name.rfind("bpf_prog_", 0) == 0 || name.rfind("bpf_trace_run", 0) == 0;
 }
 
 }  // namespace

@@ -77,8 +77,9 @@ class LockIds {
 /// be named are "?". With `addresses` each lock row also has "addr" (hex) and
 /// unnamed frames are hex. `syms` may be null or unusable: nothing is named
 /// then. Frames of the tracing machinery itself (trace_event_raw_*,
-/// __traceiter_*, __trace_*) are dropped from the top of each stack when
-/// symbols are known.
+/// __traceiter_*, __trace_*; the bpf backend's bpf_prog_* and
+/// bpf_trace_run*) are dropped from the top of each stack when symbols are
+/// known.
 nlohmann::json lockReport(const LockSnapshot& s, const Kallsyms* syms, LockIds& ids,
                           bool addresses = false);
 

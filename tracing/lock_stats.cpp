@@ -244,6 +244,19 @@ void LockStats::pruneStacks() {
   }
 }
 
+void rankStacks(std::vector<TopStack> all, LockSnapshot& s) {
+  std::sort(all.begin(), all.end(), [](const TopStack& a, const TopStack& b) {
+    return a.count != b.count ? a.count > b.count : a.frames < b.frames;
+  });
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i < kTopStacks) {
+      s.top_stacks.push_back(std::move(all[i]));
+    } else {
+      s.stacks_other += all[i].count;
+    }
+  }
+}
+
 LockSnapshot LockStats::snapshot(const SeriesTable& series) const {
   const std::vector<CgroupTraceStats>& slots = series.slots();
   LockSnapshot s;
@@ -271,20 +284,12 @@ LockSnapshot LockStats::snapshot(const SeriesTable& series) const {
       s.other_locks.wait_ns += all[i].wait_ns;
     }
   }
-  std::vector<const TopStack*> stacks;
-  for (const auto& [k, st] : stacks_) stacks.push_back(&st);
-  std::sort(stacks.begin(), stacks.end(), [](const TopStack* a, const TopStack* b) {
-    return a->count != b->count ? a->count > b->count : a->frames < b->frames;
-  });
+  std::vector<TopStack> stacks;
+  stacks.reserve(stacks_.size());
+  for (const auto& [k, st] : stacks_) stacks.push_back(st);
   s.stacks_sampled = stacks_sampled_;
   s.stacks_other = stacks_pruned_;
-  for (size_t i = 0; i < stacks.size(); ++i) {
-    if (i < kTopStacks) {
-      s.top_stacks.push_back(*stacks[i]);
-    } else {
-      s.stacks_other += stacks[i]->count;
-    }
-  }
+  rankStacks(std::move(stacks), s);
   s.unpaired_ends = unpaired_ends_;
   s.nested_begins = nested_begins_;
   s.rstat_unpaired = rstat_unpaired_;

@@ -151,6 +151,11 @@ struct LockSnapshot {
   uint64_t rstat_unpaired = 0;  ///< rstat locked/unlock without their predecessor
 };
 
+/// Ranks sampled stacks as both backends report them: the kTopStacks with
+/// the most samples (ties: by frames) into s.top_stacks, the samples of the
+/// rest added to s.stacks_other.
+void rankStacks(std::vector<TopStack> all, LockSnapshot& s);
+
 /// In-kernel filter for a lock-probe event ("" for none): root==<hierarchy>
 /// on the rstat events, flags!=32 on contention_begin (see above).
 std::string lockEventFilter(EventType t, int hierarchy_id);

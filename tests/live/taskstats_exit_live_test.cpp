@@ -155,6 +155,13 @@ class TaskstatsExitLive : public ::testing::Test {
       else if (now.second != last.second) ++quietRounds;
       last = now;
     }
+    // The exit record is placed by the listener's thread, retried every
+    // 200 ms until the lookup knows the task: the scrape comes after that
+    // (up to 5 s), as a scrape interval would. With the bpf backend the
+    // wait above is a few snapshots, shorter than one retry: once in 111
+    // runs its scrape came first and found nothing placed yet.
+    for (int i = 0; i < 100 && with_tracer && (*agg)->stats().exits_located == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     auto d = (*agg)->collect(cg.path());  // the first scrape: after the exit
     EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message());
     if (d.ok()) r.delays = (*d)[DelayClass::kFreepages].count;

@@ -24,8 +24,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -34,6 +36,7 @@
 #include "cgroupfs/discovery.h"
 #include "collectors/vmscan.h"
 #include "metrics/text_format.h"
+#include "tests/support/stream_workload.h"
 #include "tests/support/tracing_live_support.h"
 #include "tests/support/zram_swap.h"
 #include "tracing/bpf/bpf_tracer.h"
@@ -78,16 +81,17 @@ std::string scrapeText(Collector& c, Discovery& d) {
 // to 64 MiB, a 256 MiB file to stream through it, and both backends on it.
 // Both backends on one configuration, the bpf backend attached first (see
 // BothBackends::start for why the order matters). Failures are fatal.
+void startBoth(const TracerOptions& to, const bpf::BpfTracerOptions& bo, TracingService& bsvc,
+               TracingService& tfs) {
+  bsvc = startVmscanBackend(VmscanBackendChoice::kBpf, to, bo);
+  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
+  tfs = startVmscanBackend(VmscanBackendChoice::kTracefs, to, bo);
+  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+}
 void startBoth(const VmscanOptions& cfg, const Discovery& discovery, TracingService& bsvc,
                TracingService& tfs) {
-  bsvc = startVmscanBackend(VmscanBackendChoice::kBpf,
-                            tracerOptions(cfg, discovery.layout(), "/proc"),
-                            bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(bsvc.bpf, nullptr) << bsvc.down.message();
-  tfs = startVmscanBackend(VmscanBackendChoice::kTracefs,
-                           tracerOptions(cfg, discovery.layout(), "/proc"),
-                           bpfTracerOptions(cfg, discovery.layout(), "/proc"));
-  ASSERT_NE(tfs.tracer, nullptr) << tfs.down.message();
+  startBoth(tracerOptions(cfg, discovery.layout(), "/proc"),
+            bpfTracerOptions(cfg, discovery.layout(), "/proc"), bsvc, tfs);
 }
 
 struct BothBackends {
@@ -1297,6 +1301,159 @@ TEST(BpfLive, ExitCgroupsAnswerLiveAndExitedTasksAndStayBounded) {
               static_cast<unsigned long>(it->entries),
               static_cast<unsigned long>(it->max_entries),
               static_cast<unsigned long>(it->full), kShort + 1);
+}
+
+// --- Sampled lock callers ---
+// The lock workload of LocksLive.CountsAgreeWithSecondInstance (in each of
+// two 64 MiB memcgs two children write and read back the halves of one file
+// on a loop-mounted ext4 image: the file's i_rwsem and reclaim's spinlocks
+// contend) with lock callers on under both backends at once, each with a
+// budget of 16 stacks per 500 ms. For each backend: callers_sampled > 0 and
+// within the budget (the bpf backend's windows are aligned on the clock: at
+// most one more than the elapsed time holds; the tracefs trigger is re-armed
+// by its reader: up to three more); the bpf backend's rows and "other" hold
+// all its samples and its metric counts them. Its report names every frame
+// through kallsyms, no top frame is the tracing machinery's, and some stack
+// runs through a lock's slow path; the two backends' top frames (each
+// caller's first frame, as the report shows it) overlap.
+
+// Each caller's first frame's function (the report's name up to "+0x").
+std::set<std::string> topFrames(const nlohmann::json& report) {
+  std::set<std::string> out;
+  for (const auto& c : report["callers"]) {
+    if (c["frames"].empty()) continue;
+    const std::string f = c["frames"][0];
+    out.insert(f.substr(0, f.find('+')));
+  }
+  return out;
+}
+
+std::string joined(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+TEST(BpfLive, LockCallersSampledWithinBudgetAndNamedLikeTracefs) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  if (::access((kTracefs + "/events/lock/contention_begin").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no lock:contention_begin";
+  Discovery discovery{DiscoveryOptions{}};
+  ASSERT_EQ(discovery.layout().memoryRoot, kMemcgRoot);
+  memcg::testing::LoopFs fs("/var/tmp/" + uniq("bpf_callers_fs", 1), 2048);
+  ASSERT_TRUE(fs.ok()) << "cannot make and loop-mount an ext4 image in /var/tmp";
+  LockWorkload work;
+  ASSERT_NO_FATAL_FAILURE(work.make("bpf_callers_cg", fs.dir(), 384));
+  VmscanOptions cfg;
+  cfg.instance = uniq("bpf_callers_tracefs", 1);
+  cfg.lockCallers = true;  // (implies locks)
+  TracerOptions to = tracerOptions(cfg, discovery.layout(), "/proc");
+  bpf::BpfTracerOptions bo = bpfTracerOptions(cfg, discovery.layout(), "/proc");
+  constexpr unsigned kSamples = 16;
+  constexpr auto kInterval = std::chrono::milliseconds(500);
+  to.lock_caller_samples = bo.lock_caller_samples = kSamples;
+  to.lock_caller_interval = bo.lock_caller_interval = kInterval;
+  ASSERT_TRUE(bo.locks && bo.lock_callers);
+  const auto t0 = std::chrono::steady_clock::now();
+  TracingService bsvc, tfs;
+  ASSERT_NO_FATAL_FAILURE(startBoth(to, bo, bsvc, tfs));
+  work.start();
+  work.wait();
+  const TraceSnapshot bs = bsvc.bpf->snapshot();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  tfs.tracer->stop();  // final drain
+  const TraceSnapshot ts = tfs.tracer->snapshot();
+  const double tsecs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const Kallsyms* syms = bsvc.bpf->kallsyms();
+  const nlohmann::json bj = lockReport(bs.locks, syms, bsvc.bpf->lockIds());
+  const nlohmann::json tj = lockReport(ts.locks, tfs.tracer->kallsyms(), tfs.tracer->lockIds());
+  uint64_t contentions = bs.locks.unpaired_ends;
+  for (const auto& k : bs.locks.node) contentions += k.count;
+  for (const auto& c : bs.locks.cgroups)
+    for (const auto& k : c.contention) contentions += k.count;
+  const double intervals = secs / std::chrono::duration<double>(kInterval).count();
+  const double tintervals = tsecs / std::chrono::duration<double>(kInterval).count();
+  std::printf("[ live ] %.2f s (%.1f intervals); bpf: contentions %lu, callers sampled %lu, "
+              "other %lu, rows %zu, lost %lu; tracefs: sampled %lu, other %lu, rows %zu\n",
+              secs, intervals, static_cast<unsigned long>(contentions),
+              static_cast<unsigned long>(bs.locks.stacks_sampled),
+              static_cast<unsigned long>(bs.locks.stacks_other), bs.locks.top_stacks.size(),
+              static_cast<unsigned long>(bs.events_lost),
+              static_cast<unsigned long>(ts.locks.stacks_sampled),
+              static_cast<unsigned long>(ts.locks.stacks_other), ts.locks.top_stacks.size());
+  std::printf("[ live ] bpf top caller %s\n[ live ] tracefs top caller %s\n",
+              bj["callers"].empty() ? "-" : bj["callers"][0].dump().c_str(),
+              tj["callers"].empty() ? "-" : tj["callers"][0].dump().c_str());
+  // Depth: the frames each backend took and those the report shows (its
+  // tracing frames dropped), of the deepest stack.
+  auto deepest = [](const LockSnapshot& l, const nlohmann::json& j) {
+    size_t raw = 0, shown = 0;
+    for (const TopStack& st : l.top_stacks) raw = std::max(raw, st.frames.size());
+    for (const auto& c : j["callers"]) shown = std::max<size_t>(shown, c["frames"].size());
+    return std::make_pair(raw, shown);
+  };
+  const auto bd = deepest(bs.locks, bj), td = deepest(ts.locks, tj);
+  std::printf("[ live ] deepest stack: bpf %zu frames, %zu shown; tracefs %zu, %zu shown\n",
+              bd.first, bd.second, td.first, td.second);
+  std::printf("[ live ] top frames: bpf {%s}; tracefs {%s}\n", joined(topFrames(bj)).c_str(),
+              joined(topFrames(tj)).c_str());
+
+  ASSERT_GT(contentions, 100u) << "the workload produced too little lock contention";
+  EXPECT_TRUE(bj["callers_enabled"].get<bool>());  // (the stopped tracefs backend's says false)
+  // Within the budget: the bpf backend's windows are aligned on the clock, so
+  // the time from its attach to its read touches at most intervals + 1.
+  EXPECT_GT(bs.locks.stacks_sampled, 0u);
+  EXPECT_LE(static_cast<double>(bs.locks.stacks_sampled), kSamples * (std::ceil(intervals) + 1));
+  EXPECT_GT(ts.locks.stacks_sampled, 0u);
+  EXPECT_LE(static_cast<double>(ts.locks.stacks_sampled), kSamples * (tintervals + 3));
+  // Every sample is in a row or in "other"; the map is read after the
+  // sample count, so it may hold the samples of the read's own window.
+  uint64_t in_rows = bs.locks.stacks_other;
+  for (const TopStack& st : bs.locks.top_stacks) in_rows += st.count;
+  EXPECT_GE(in_rows, bs.locks.stacks_sampled);
+  EXPECT_LE(in_rows, bs.locks.stacks_sampled + 2 * kSamples);
+  EXPECT_LE(bs.locks.top_stacks.size(), kTopStacks);
+  EXPECT_EQ(bj["callers_sampled"].get<uint64_t>(), bs.locks.stacks_sampled);
+  bool fill_shown = false;
+  for (const auto& m : bsvc.bpf->mapSizes()) {
+    if (m.map != "callers") continue;
+    fill_shown = true;
+    EXPECT_EQ(m.max_entries, bo.max_caller_stacks);
+    EXPECT_LE(m.entries, m.max_entries);
+  }
+  EXPECT_TRUE(fill_shown) << "no callers map in mapSizes()";
+  // The metric, from the same snapshot code (read later: at least as many).
+  auto bcol = makeVmscanCollector(nullptr, bsvc.down, bsvc.info());
+  EXPECT_GE(sampleValue(scrapeText(*bcol, discovery), "memcg_lock_caller_samples_total"),
+            static_cast<double>(bs.locks.stacks_sampled));
+
+  ASSERT_FALSE(bj["callers"].empty());
+  if (!syms || !syms->usable()) GTEST_SKIP() << "kallsyms shows no addresses: frames unnamed";
+  // Named: every frame a kernel function, none of the tracing machinery on top.
+  bool slow_path = false;
+  for (const auto& c : bj["callers"]) {
+    SCOPED_TRACE(c.dump());
+    ASSERT_FALSE(c["frames"].empty());
+    const std::string top = c["frames"][0];
+    for (const char* machinery : {"bpf_prog_", "bpf_trace_run", "trace_", "__traceiter_", "__trace_"})
+      EXPECT_NE(top.rfind(machinery, 0), 0u) << top;
+    for (const auto& f : c["frames"]) {
+      const std::string name = f;
+      EXPECT_NE(name, "?");
+      for (const char* lock_fn : {"slowpath", "mutex_lock", "down_write", "down_read",
+                                  "rwsem", "spin_lock", "percpu_down"})
+        if (name.find(lock_fn) != std::string::npos) slow_path = true;
+    }
+  }
+  EXPECT_TRUE(slow_path) << "no sampled stack runs through a lock function";
+  // The same workload seen by the tracefs backend: its callers share top frames.
+  const std::set<std::string> bt = topFrames(bj), tt = topFrames(tj);
+  std::set<std::string> both;
+  std::set_intersection(bt.begin(), bt.end(), tt.begin(), tt.end(),
+                        std::inserter(both, both.begin()));
+  EXPECT_FALSE(both.empty()) << "bpf {" << joined(bt) << "} tracefs {" << joined(tt) << "}";
 }
 
 }  // namespace

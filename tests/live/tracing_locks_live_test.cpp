@@ -208,19 +208,9 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
 
   memcg::testing::LoopFs fs("/var/tmp/" + uniq("locks_fs", 2), 2048);
   ASSERT_TRUE(fs.ok()) << "cannot make and loop-mount an ext4 image in /var/tmp";
-  std::vector<std::unique_ptr<Cgroup>> cgs;
-  std::vector<std::unique_ptr<memcg::testing::StreamChild>> kids;
-  for (int i = 0; i < 2; ++i) {
-    cgs.push_back(std::make_unique<Cgroup>(uniq("locks_cg", i)));
-    ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
-    ASSERT_TRUE(writeStr(cgs.back()->path + "/memory.limit_in_bytes",
-                         std::to_string(64 * kMiB)));
-    for (int j = 0; j < 2; ++j) {  // two writers per file: i_rwsem contention
-      kids.push_back(std::make_unique<memcg::testing::StreamChild>(
-          cgs.back()->path, fs.dir() + "/f" + std::to_string(i), 384, 384 * j));
-      ASSERT_GT(kids.back()->pid(), 0);
-    }
-  }
+  LockWorkload work;
+  ASSERT_NO_FATAL_FAILURE(work.make("locks_cg", fs.dir(), 384));
+  const auto& cgs = work.cgs;
 
   ASSERT_TRUE(writeStr(ref.dir + "/tracing_on", "1"));
   const Markers markers(2);
@@ -245,8 +235,8 @@ TEST_F(LocksLive, CountsAgreeWithSecondInstance) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  for (auto& k : kids) k->start();
-  for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+  work.start();
+  work.wait();
   done = true;
   stat_reader.join();
   const double secs =

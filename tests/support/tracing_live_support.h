@@ -24,6 +24,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -32,6 +33,7 @@
 
 #include "common/file.h"
 #include "common/parse.h"
+#include "tests/support/stream_workload.h"
 #include "tracing/aggregator.h"
 #include "tracing/tracer.h"
 
@@ -336,6 +338,36 @@ inline std::string uniq(const char* what, int n) {
   return std::string("memcg_exporter_test_") + what + "_" + std::to_string(::getpid()) +
          "_" + std::to_string(n);
 }
+
+/// The lock workload (tests/support/stream_workload.h): in each of two
+/// 64 MiB memcgs (uniq(tag, 0 and 1)) two children write, then read back,
+/// the halves (`mib` MiB each) of one file in `dir`, a loop-mounted ext4:
+/// the file's i_rwsem and reclaim's spinlocks contend. make()'s failures are
+/// fatal (ASSERT_NO_FATAL_FAILURE); the children go before their cgroups.
+struct LockWorkload {
+  void make(const char* tag, const std::string& dir, uint64_t mib) {
+    for (int i = 0; i < 2; ++i) {
+      cgs.push_back(std::make_unique<Cgroup>(uniq(tag, i)));
+      ASSERT_TRUE(cgs.back()->ok) << cgs.back()->path << ": " << strerror(errno);
+      ASSERT_TRUE(writeStr(cgs.back()->path + "/memory.limit_in_bytes",
+                           std::to_string(64ull << 20)));
+      for (uint64_t j = 0; j < 2; ++j) {  // two writers per file: i_rwsem contention
+        kids.push_back(std::make_unique<memcg::testing::StreamChild>(
+            cgs.back()->path, dir + "/f" + std::to_string(i), mib, mib * j));
+        ASSERT_GT(kids.back()->pid(), 0);
+      }
+    }
+  }
+  void start() {
+    for (auto& k : kids) k->start();
+  }
+  /// Waits for every child; each must exit 0.
+  void wait() {
+    for (auto& k : kids) EXPECT_EQ(k->wait(), 0);
+  }
+  std::vector<std::unique_ptr<Cgroup>> cgs;
+  std::vector<std::unique_ptr<memcg::testing::StreamChild>> kids;
+};
 
 /// Tracer options for the live tests: an instance of our own (uniq(what, n)),
 /// 16 MiB per CPU so nothing is lost, a 100 ms poll, and the v1 memory

@@ -509,6 +509,33 @@ TEST(LockReport, SymbolisedWithKallsyms) {
   EXPECT_EQ(j["cgroups"][0]["rstat"]["flushes_skipped"], 4);
 }
 
+// A bpf backend's sample starts in its own program and the runner calling
+// it, then the tracepoint's iterator: all three are dropped, as the
+// stacktrace trigger's frames are.
+TEST(LockReport, BpfProgramFramesDropped) {
+  const Kallsyms k = Kallsyms::parse(
+      "ffffffff81100000 T bpf_trace_run2\n"
+      "ffffffff81200000 T __traceiter_contention_begin\n"
+      "ffffffff81300000 t rwsem_down_write_slowpath\n"
+      "ffffffff81400000 T down_write\n"
+      "ffffffff81500000 T _etext\n"
+      "ffffffffc0001000 t bpf_prog_58d3d3e80a6c8e00_contention_begin\t[bpf]\n"
+      "ffffffffc0002000 t bpf_prog_ffffffffffffffff_other\t[bpf]\n");
+  LockSnapshot s;
+  s.enabled = s.callers = true;
+  TopStack st;
+  st.kind = LockKind::kRwsemWrite;
+  st.count = 1;
+  st.frames = {0xffffffffc0001202ull, 0xffffffff81100103ull, 0xffffffff8120002full,
+               0xffffffff813003ccull, 0xffffffff81400066ull};
+  s.top_stacks.push_back(st);
+  s.stacks_sampled = 1;
+  LockIds ids;
+  const nlohmann::json j = lockReport(s, &k, ids);
+  EXPECT_EQ(j["callers"][0]["frames"],
+            (nlohmann::json{"rwsem_down_write_slowpath+0x3cc", "down_write+0x66"}));
+}
+
 // Every address of reportSnapshot(), as hex digits with and without "0x".
 std::vector<std::string> snapshotAddresses() {
   LockSnapshot s = reportSnapshot();

@@ -1,11 +1,16 @@
 // --collector.vmscan.backend without root or BPF: the flag's values, the
-// info metric of a backend that is down, and bpf::probe()'s reasons.
+// info metric of a backend that is down, bpf::probe()'s reasons, and the
+// bpf program's shared helpers (bucket search, lock callers' budget).
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/vmscan.h"
@@ -137,6 +142,10 @@ TEST(VmscanBackendOptions, BpfOptionsMirrorTheTracersForEveryFlagSetting) {
       EXPECT_EQ(b.locks, t.locks);
       EXPECT_EQ(b.locks, v.locks || v.lockCallers);
       EXPECT_EQ(b.lock_addresses, v.lockAddresses);
+      EXPECT_EQ(b.lock_callers, t.lock_callers);
+      EXPECT_EQ(b.lock_callers, v.lockCallers);
+      EXPECT_EQ(b.lock_caller_samples, t.lock_caller_samples);
+      EXPECT_EQ(b.lock_caller_interval, t.lock_caller_interval);
       EXPECT_EQ(b.lru_detail, v.lruDetail);
       EXPECT_EQ(b.shrink_slab, v.shrinkSlab);
       EXPECT_EQ(b.write_folio, t.write_folio);
@@ -150,6 +159,60 @@ TEST(VmscanBackendOptions, BpfOptionsMirrorTheTracersForEveryFlagSetting) {
       EXPECT_EQ(b.test_lock_hold_ns, 0u);
     }
   }
+}
+
+// The lock callers' budget (mt_budget_take, run by the bpf program): at most
+// `samples` per window, every window from zero, a reading of an earlier
+// window (another CPU's clock a little behind) takes from the current one,
+// and threads taking at once never exceed it.
+TEST(BpfCallerBudget, AtMostSamplesPerWindow) {
+  constexpr mt_u64 kIv = 1000;
+  mt_u64 st = 0;  // window 0, nothing taken
+  auto takeN = [&](mt_u64 now, mt_u64 samples, int tries) {
+    int n = 0;
+    for (int i = 0; i < tries; ++i) n += mt_budget_take(&st, now + static_cast<mt_u64>(i), kIv, samples);
+    return n;
+  };
+  EXPECT_EQ(takeN(0, 4, 10), 4);
+  EXPECT_EQ(takeN(5000, 4, 10), 4);  // a later window: a fresh budget
+  EXPECT_EQ(takeN(5500, 4, 10), 0);  // same window, spent
+  EXPECT_EQ(takeN(4999, 4, 1), 0);   // an earlier reading: the current window's, spent
+  EXPECT_EQ(takeN(6000, 2, 1), 1);
+  EXPECT_EQ(takeN(5999, 2, 1), 1);   // an earlier reading takes from window 6
+  EXPECT_EQ(takeN(6001, 2, 5), 0);
+  EXPECT_EQ(st >> MT_BUDGET_COUNT_BITS, 6u);  // not moved back by the earlier reading
+  mt_u64 z = 0;
+  EXPECT_EQ(mt_budget_take(&z, 1, kIv, 0), 0);  // no budget
+  EXPECT_EQ(mt_budget_take(&z, 1, 0, 4), 0);    // no interval
+  // Real nanosecond clocks (~2^61): the window still fits beside the count.
+  mt_u64 big = 0;
+  const mt_u64 now = 1ull << 61;
+  EXPECT_EQ(mt_budget_take(&big, now, 500'000'000, 64), 1);
+  EXPECT_EQ(big >> MT_BUDGET_COUNT_BITS, now / 500'000'000);
+
+  // Four threads on a shared clock that the test moves one window at a time
+  // over 200 windows: never more than `samples` a window in all.
+  constexpr mt_u64 kSamples = 8, kWindows = 200;
+  mt_u64 shared = 0;
+  std::atomic<mt_u64> clock{kIv};
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      while (!done.load()) total += mt_budget_take(&shared, clock.load(), kIv, kSamples);
+    });
+  }
+  for (mt_u64 w = 1; w <= kWindows; ++w) {
+    clock = w * kIv;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  done = true;
+  for (auto& t : threads) t.join();
+  std::printf("[ unit ] %lu taken in %lu windows of %lu\n", static_cast<unsigned long>(total.load()),
+              static_cast<unsigned long>(kWindows), static_cast<unsigned long>(kSamples));
+  EXPECT_LE(total.load(), kSamples * kWindows);
+  EXPECT_GT(total.load(), 0u);
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ static_assert(MT_THROTTLE_SLOTS == kThrottleSlots);
 static_assert(MT_BOUNDS == kStallBoundsNs.size() && MT_BOUNDS == kLockBoundsNs.size());
 static_assert(MT_BUCKETS == StallHistogram{}.buckets.size());
 static_assert(MT_BUCKETS == LockHistogram{}.buckets.size());
+static_assert(MT_STACK_FRAMES == kMaxStackFrames);
 static_assert(static_cast<int>(ReclaimKind::kProactive) == 3);
 static_assert(static_cast<int>(ReclaimContext::kKswapd) == 4);
 static_assert(static_cast<int>(UnpairedReason::kBeginOpenTooLong) == 3);
@@ -234,6 +235,10 @@ struct BpfTracer::Impl {
   LockIds lock_ids;
   KallsymsOnce kallsyms;
   mutable TopLock other_locks;
+  // Lock callers: on (and contention_begin loaded); samples of the stacks
+  // moved out of the kernel map when it was half full.
+  bool callers = false;
+  mutable uint64_t stacks_other = 0;
 
   // The drain thread: every second, and the report's window baselines.
   std::thread drainer;
@@ -354,6 +359,61 @@ struct BpfTracer::Impl {
     return rows;
   }
 
+  // The sampled callers into the lock snapshot (under mu): one TopStack per
+  // stack, its kind that of the lock flags with the most samples (a stack
+  // ends in one lock's slow path, so nearly always its only flags), ranked
+  // as the tracefs backend ranks its own. More than half the map in use:
+  // the lighter half is moved out (read and deleted at once) into "other",
+  // as the tracefs backend prunes its stacks.
+  void readCallers(LockSnapshot& L, const mt_node& n) const {
+    L.callers = true;
+    L.stacks_sampled = n.callers_sampled;
+    const int fd = bpf_map__fd(skel->maps.callers);
+    const auto keys = keysOf<mt_caller_key>(skel->maps.callers);
+    const size_t max_stacks = bpf_map__max_entries(skel->maps.callers);
+    sizes.push_back({"callers", keys.size(), max_stacks, n.callers_full});
+    struct Entry {
+      mt_caller_key key;
+      uint64_t count;
+    };
+    std::vector<Entry> entries;
+    entries.reserve(keys.size());
+    for (const mt_caller_key& k : keys) {
+      mt_caller c{};
+      if (lookupPerCpu(fd, k, ncpus, c)) entries.push_back({k, c.count});
+    }
+    if (entries.size() > max_stacks / 2) {
+      std::sort(entries.begin(), entries.end(),
+                [](const Entry& a, const Entry& b) { return a.count > b.count; });
+      const size_t keep = max_stacks / 4;
+      std::vector<uint8_t> raw(((sizeof(mt_caller) + 7) / 8 * 8) * static_cast<size_t>(ncpus));
+      for (size_t i = keep; i < entries.size(); ++i) {
+        // The count as deleted (with the samples since the walk above).
+        if (bpf_map_lookup_and_delete_elem(fd, &entries[i].key, raw.data()) != 0) continue;
+        stacks_other += sumPerCpu<mt_caller>(raw, ncpus).count;
+      }
+      entries.resize(keep);
+    }
+    // Samples the full map refused, and those moved out.
+    L.stacks_other = n.callers_full + stacks_other;
+    std::map<std::vector<uint64_t>, std::pair<TopStack, uint64_t>> by_frames;  // + its kind's count
+    for (const Entry& e : entries) {
+      std::vector<uint64_t> frames(std::begin(e.key.frames), std::end(e.key.frames));
+      while (!frames.empty() && frames.back() == 0) frames.pop_back();  // past its depth
+      auto& [st, kind_count] = by_frames[frames];
+      if (e.count > kind_count) {
+        st.kind = lockKindFromFlags(e.key.flags);
+        kind_count = e.count;
+      }
+      st.count += e.count;
+      if (st.frames.empty()) st.frames = std::move(frames);
+    }
+    std::vector<TopStack> all;
+    all.reserve(by_frames.size());
+    for (auto& [frames, v] : by_frames) all.push_back(std::move(v.first));
+    rankStacks(std::move(all), L);
+  }
+
   // The node's counters: the programs' slot and the lock programs' rescue
   // twins' slot (memcg_trace.bpf.c), summed.
   mt_node nodeStats() const {
@@ -438,11 +498,18 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   s->rodata->hierarchy_id = impl->hierarchy_id;
   s->rodata->locks_on = o.locks ? 1 : 0;
   s->rodata->test_lock_hold_ns = o.test_lock_hold_ns;
+  s->rodata->callers_on = o.locks && o.lock_callers ? 1 : 0;
+  // Below the budget word's count bits less any CPU count (mt_budget_take).
+  s->rodata->caller_samples = std::clamp<uint64_t>(o.lock_caller_samples, 1, 1u << 16);
+  s->rodata->caller_interval_ns =
+      std::max<uint64_t>(1, static_cast<uint64_t>(
+                                std::chrono::nanoseconds(o.lock_caller_interval).count()));
   bpf_map__set_max_entries(s->maps.cgroups, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.rstat, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.details, static_cast<uint32_t>(o.max_cgroups + 1));
   bpf_map__set_max_entries(s->maps.lock_waits, static_cast<uint32_t>(o.max_lock_series));
   bpf_map__set_max_entries(s->maps.lock_addrs, static_cast<uint32_t>(o.max_lock_addrs + 1));
+  bpf_map__set_max_entries(s->maps.callers, static_cast<uint32_t>(o.max_caller_stacks));
   // + the "other" entry.
   bpf_map__set_max_entries(s->maps.exited, static_cast<uint32_t>(o.max_exited_tasks + 1));
   // The taskstats exit attribution only when asked: its map is not created
@@ -471,6 +538,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   };
   for (auto [prog, tp] : lock_progs)
     bpf_program__set_autoload(prog, o.locks && kernelHasTracepoint(vmlinux, tp));
+  impl->callers = o.locks && o.lock_callers && kernelHasTracepoint(vmlinux, "contention_begin");
   const std::pair<bpf_program*, const char*> softlimit[] = {
       {s->progs.softlimit_begin, "mm_vmscan_memcg_softlimit_reclaim_begin"},
       {s->progs.softlimit_end, "mm_vmscan_memcg_softlimit_reclaim_end"},
@@ -876,6 +944,7 @@ TraceSnapshot BpfTracer::snapshot() const {
     L.other_locks = other;
     m.sizes.push_back({"lock_addrs", la_keys.size(), bpf_map__max_entries(m.skel->maps.lock_addrs),
                        n.lock_addrs_full});
+    if (m.callers) m.readCallers(L, n);
   }
   m.cpu_ns += threadCpuNs() - cpu0;
   s.reader_cpu_ns = m.cpu_ns;

@@ -30,20 +30,26 @@
 //    fills at each thread-group leader's sched_process_exit, read by one
 //    map lookup per question; a task not (yet) in it is asked of the
 //    program's task iterator (its memcg, also while it exits).
-//  - not here: proactive episodes' re-charging and sampled lock callers.
+//  - not here: proactive episodes' re-charging.
 //  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
+//  - with lock callers: kernel stacks sampled at contention begins under the
+//    tracefs backend's budget (at most lock_caller_samples per
+//    lock_caller_interval, counted in the kernel), counted per (stack, lock
+//    flags) in a bounded map (`callers`) and ranked here into the lock
+//    snapshot's top stacks, which the lock report names with Kallsyms.
 // Keys: the memcg's cgroup id (its kernfs id, the directory's inode: the
 // identity discovery knows a cgroup by), v1 and v2 alike; per task (thread
 // id) only the begin/end pairing state, dropped at the task's exit.
 // Bounds: max_cgroups series (then the "_overflow" series), max_pids tasks,
-// max_lock_series lock series, max_exit_cgroups exited processes (LRU); a
-// removed memcg's series are dropped by the program at cgroup_rmdir.
-// mapSizes() gives their fill.
+// max_lock_series lock series, max_caller_stacks sampled stacks,
+// max_exit_cgroups exited processes (LRU); a removed memcg's series are
+// dropped by the program at cgroup_rmdir. mapSizes() gives their fill.
 // Needs: a kernel with BTF (/sys/kernel/btf/vmlinux), CAP_BPF + CAP_PERFMON
 // (or CAP_SYS_ADMIN), and a build with libbpf, bpftool and clang
 // (MEMCG_HAVE_BPF); probe() says which is missing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -66,6 +72,15 @@ struct BpfTracerOptions {
   bool memory_v2 = false;
   bool locks = false;  ///< lock probes (--collector.vmscan.locks)
   bool lock_addresses = false;  ///< raw addresses in the lock report (--collector.vmscan.lock-addresses)
+  /// Sampled lock callers (--collector.vmscan.lock-callers; needs `locks`):
+  /// at most lock_caller_samples kernel stacks per lock_caller_interval, as
+  /// TracerOptions'.
+  bool lock_callers = false;
+  unsigned lock_caller_samples = 64;
+  std::chrono::milliseconds lock_caller_interval{1000};
+  /// Distinct (stack, lock flags) kept in the kernel (the lighter half moved
+  /// into "other" when more than half are in use).
+  size_t max_caller_stacks = 256;
   /// Lock addresses kept for the top locks (the lighter half is folded into
   /// "other" when more than half are in use).
   size_t max_lock_addrs = 1024;

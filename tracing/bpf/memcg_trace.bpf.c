@@ -31,6 +31,11 @@ const volatile __u32 locks_on = 0;     /* the lock probes are loaded */
  * spin this long with their busy flag up, so that contentions nest in them
  * often enough for a test to see the rescue twins at work. 0: no code runs. */
 const volatile __u64 test_lock_hold_ns = 0;
+/* Sampled lock callers: off, the verifier removes sample_caller()'s body
+ * (the load and test of this switch remain: 6 instructions). */
+const volatile __u32 callers_on = 0;
+const volatile __u64 caller_samples = 64;              /* per interval */
+const volatile __u64 caller_interval_ns = 1000000000; /* the budget's window */
 
 #define PF_KSWAPD_FLAG 0x00020000 /* include/linux/sched.h PF_KSWAPD */
 #define LCB_F_MUTEX_ONLY 32       /* a bare mutex re-begin: the tracefs filter drops it */
@@ -123,11 +128,33 @@ struct {
   __uint(max_entries, 2049); /* set by the loader */
 } details SEC(".maps");
 
+/* Sampled lock callers: samples per (kernel stack, LCB_F_* flags). Keyed by
+ * the frames themselves (bpf_get_stack into the key), not by the id of a
+ * BPF_MAP_TYPE_STACK_TRACE map: a stack map's buckets are by hash without
+ * chaining, so a colliding stack is either dropped (-EEXIST) or replaces
+ * the other under its id (its samples then counted for the wrong stack),
+ * and its entries are freed only by user space, a second map to bound and
+ * prune in step with the counts. Here each distinct stack is one entry
+ * with its count, moved out with it. Full: the sample is counted in
+ * node.callers_full (the report's callers_other); user space moves the
+ * lighter half out when more than half is in use, as for lock_addrs. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct mt_caller_key);
+  __type(value, struct mt_caller);
+  __uint(max_entries, 256); /* set by the loader */
+} callers SEC(".maps");
+
+/* The budget's window and samples taken in it (mt_budget_take). */
+__u64 caller_budget = 0;
+
 /* Zero values to insert from (too large for the BPF stack). */
 static struct mt_cgroup zero_cgroup;
 static struct mt_detail zero_detail;
 static struct mt_lock_wait zero_lock_wait;
 static struct mt_rstat zero_rstat;
+static struct mt_caller zero_caller;
 
 static __always_inline struct mt_node* node_stats(void) {
   __u32 k = 0;
@@ -769,8 +796,41 @@ static __always_inline struct mt_node* rescue_stats(void) {
   return bpf_map_lookup_elem(&node, &k);
 }
 
-static __always_inline void lock_begin(__u64 addr, unsigned int flags, struct mt_node* n) {
+/* With lock callers: the kernel stack of this contention begin, at most
+ * caller_samples per caller_interval_ns, the tracefs backend's stacktrace:N
+ * trigger (re-armed every interval) on the same begins: every begin but a
+ * bare mutex re-begin (contention_begin returns before this for those),
+ * nested or not, in task or interrupt context. Rare by the budget: a
+ * helper here that takes a lock can itself contend (a new stack's entry in
+ * `callers` takes its hash bucket's lock; bpf_get_stack takes none, its
+ * per-CPU buffers guard their own recursion), and the contention_begin it
+ * fires then is skipped by the kernel (a recursion miss, counted as lost);
+ * past the budget a begin reads the clock and one shared word, no more. */
+static __always_inline void sample_caller(void* ctx, __u32 flags, struct mt_node* n) {
+  if (!callers_on) return;
+  if (!mt_budget_take(&caller_budget, bpf_ktime_get_ns(), caller_interval_ns, caller_samples))
+    return;
+  struct mt_caller_key key = {.flags = flags};
+  /* Skip 1: the first frame is this program (the helper's caller), so the
+   * stack keeps as many of the kernel's frames as the tracefs trigger's
+   * (two tracing frames on top: bpf_trace_run2, __traceiter_*). */
+  if (bpf_get_stack(ctx, key.frames, sizeof key.frames, 1 & BPF_F_SKIP_FIELD_MASK) <= 0) return;
+  n->callers_sampled++;
+  struct mt_caller* c = lookup_or_create(&callers, &key, &zero_caller);
+  if (!c) {
+    n->callers_full++;
+    return;
+  }
+  c->count++;
+}
+
+/* sample: the main program (callers are sampled there only: the budget's
+ * word is shared, but the twin, nested in a main program's update of the
+ * same stack's per-CPU count, would have its add overwritten). */
+static __always_inline void lock_begin(void* ctx, __u64 addr, unsigned int flags,
+                                       struct mt_node* n, int sample) {
   n->events++;
+  if (sample) sample_caller(ctx, flags, n);
   struct mt_task* t = task_of(1, n);
   if (!t) return;
   __u32 d = t->depth;
@@ -848,7 +908,7 @@ int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
   if (!n) return 0;
   n->lock_begin_busy = 1;
   test_hold();
-  lock_begin((__u64)lock, flags, n);
+  lock_begin(ctx, (__u64)lock, flags, n, 1);
   n->lock_begin_busy = 0;
   return 0;
 }
@@ -861,7 +921,7 @@ int BPF_PROG(cont_begin_twin, void* lock, unsigned int flags) {
   struct mt_node* r = rescue_stats();
   if (!r) return 0;
   r->lock_rescued++;
-  lock_begin((__u64)lock, flags, r);
+  lock_begin(ctx, (__u64)lock, flags, r, 0);
   return 0;
 }
 

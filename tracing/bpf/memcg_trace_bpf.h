@@ -29,8 +29,10 @@ typedef uint32_t mt_u32;
 
 #ifdef __BPF__
 #define MT_INLINE static __always_inline
+#define MT_READ_ONCE(p) (*(volatile mt_u64*)(p))
 #else
 #define MT_INLINE static inline
+#define MT_READ_ONCE(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #endif
 
 /* The histogram bucket of v: the first bound >= v (MT_BOUNDS: +Inf), found
@@ -146,6 +148,8 @@ struct mt_node {
   mt_u64 lock_begin_busy;
   mt_u64 lock_end_busy;
   mt_u64 exit_cgroups_added; /* new keys in `exit_cgroups` (minus its entries: evicted) */
+  mt_u64 callers_sampled;  /* kernel stacks taken at contention begins (lock callers) */
+  mt_u64 callers_full;     /* of which the full `callers` map could not take */
 };
 
 /* A task's reclaim report row (tracing/report_rows.h ProcessTraceStats, the
@@ -260,5 +264,48 @@ struct mt_rstat {
   struct mt_hist wait;
   struct mt_hist hold;
 };
+
+/* Sampled lock callers (--collector.vmscan.lock-callers): the key of the
+ * `callers` map, one kernel stack (innermost first, as bpf_get_stack writes
+ * it, zero past its depth) and the LCB_F_* flags of the begin it was taken
+ * at; per-CPU value: the samples of it. MT_STACK_FRAMES is the tracefs
+ * backend's kMaxStackFrames. */
+#define MT_STACK_FRAMES 16
+struct mt_caller_key {
+  mt_u64 frames[MT_STACK_FRAMES];
+  mt_u32 flags;
+  mt_u32 pad;
+};
+struct mt_caller {
+  mt_u64 count;
+};
+
+/* The sampling budget: at most `samples` stacks per window of `interval_ns`
+ * (windows aligned on multiples of it on the clock `now` is read from), as
+ * the tracefs backend's stacktrace:N trigger re-armed every interval.
+ * `*state` packs the window (high bits) and the samples taken in it (low
+ * MT_BUDGET_COUNT_BITS): one compare-and-swap starts a window, one
+ * fetch-and-add takes from it, so no CPU can undo another's take and the
+ * bound holds across CPUs. A CPU that loses the race to start a window, or
+ * whose add lands in a newer window, takes nothing (a sample fewer, never
+ * one more). `samples` must stay below MT_BUDGET_COUNT_MASK less the CPUs
+ * (adds past the budget are counted before they are refused). Returns 1 if
+ * the sample may be taken. Here, not in the program, so a unit test checks
+ * it. */
+#define MT_BUDGET_COUNT_BITS 20
+#define MT_BUDGET_COUNT_MASK ((((mt_u64)1) << MT_BUDGET_COUNT_BITS) - 1)
+MT_INLINE int mt_budget_take(mt_u64* state, mt_u64 now, mt_u64 interval_ns, mt_u64 samples) {
+  if (interval_ns == 0 || samples == 0) return 0;
+  const mt_u64 w = now / interval_ns;
+  mt_u64 old = MT_READ_ONCE(state);
+  if ((old >> MT_BUDGET_COUNT_BITS) < w &&
+      __sync_val_compare_and_swap(state, old, (w << MT_BUDGET_COUNT_BITS) | 1) == old)
+    return 1;
+  old = MT_READ_ONCE(state);
+  if ((old & MT_BUDGET_COUNT_MASK) >= samples) return 0;
+  const mt_u64 prev = __sync_fetch_and_add(state, 1);
+  return (prev >> MT_BUDGET_COUNT_BITS) == (old >> MT_BUDGET_COUNT_BITS) &&
+         (prev & MT_BUDGET_COUNT_MASK) < samples;
+}
 
 #endif

@@ -3,7 +3,8 @@
 # (the reference) on the same workload: two exporters run at once, one per
 # backend, while a cat streams the file through a memory.max=64M cgroup.
 # The bpf backend's per-cgroup reclaim counts must equal the tracefs
-# backend's and the kernel's (memory.events max, pgscan/pgsteal_direct).
+# backend's and the kernel's (memory.events max, pgscan/pgsteal_direct). A
+# third exporter loads every optional bpf program.
 # Sourced by /init in a subshell.
 CG=/sys/fs/cgroup
 T="${CG}/memcg_exporter_test_bpf"
@@ -37,6 +38,35 @@ if ! start_exporter "${PORT_B}" /tmp/exporter_bpf.log \
 fi
 PID_B="${EXPORTER_PID}"
 mt_pass bpf_exporter_up
+
+# Every optional program too, loaded by this kernel's verifier: the lock
+# probes with their rescue twins, sampled lock callers, and the exit map the
+# taskstats collector asks for. It runs through the workload beside the
+# others; only its programs and maps are checked.
+PORT_A=9718
+PID_A=""
+if start_exporter "${PORT_A}" /tmp/exporter_bpf_all.log \
+    --collector.disable-defaults --collector.vmscan --collector.vmscan.backend=bpf \
+    --collector.vmscan.locks --collector.vmscan.lock-callers --collector.taskstats; then
+  PID_A="${EXPORTER_PID}"
+  SA=/tmp/bpf_scrape_all
+  scrape "http://127.0.0.1:${PORT_A}/metrics" "${SA}"
+  expect_metric bpf_all_programs_backend_info "${SA}" \
+    'memcg_trace_backend_info{backend="bpf",reason=""}' 1
+  missing=""
+  for m in callers exit_cgroups lock_waits; do
+    grep -q "^memcg_trace_bpf_map_max_entries{map=\"${m}\"}" "${SA}" || missing="${missing} ${m}"
+  done
+  if [ -z "${missing}" ]; then
+    mt_pass bpf_all_programs_maps
+  else
+    mt_fail bpf_all_programs_maps "no map${missing}"
+  fi
+else
+  mt_fail bpf_all_programs_backend_info "no answer on port ${PORT_A} within 240s"
+  mt_fail bpf_all_programs_maps "exporter down"
+  tail -n 30 /tmp/exporter_bpf_all.log | sed 's/^/MEMCG_LOG exporter: /'
+fi
 
 S0=/tmp/bpf_scrape0
 scrape "http://127.0.0.1:${PORT_B}/metrics" "${S0}"
@@ -133,3 +163,5 @@ fi
 stop_exporter "${PID_B}" && mt_pass bpf_exporter_stops ||
   mt_fail bpf_exporter_stops "did not exit in 120 s"
 stop_exporter "${PID_T}" || mt_info "bpf: the tracefs exporter did not exit in 120 s"
+[ -z "${PID_A}" ] || stop_exporter "${PID_A}" ||
+  mt_info "bpf: the exporter with every program did not exit in 120 s"

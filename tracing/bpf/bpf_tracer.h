@@ -165,7 +165,8 @@ class BpfTracer : public ReclaimAttribution,
     std::vector<std::pair<std::string, uint64_t>> by_program;
   };
   Misses misses() const;
-  /// Entries in use and capacity of each bounded map (memcg_trace_bpf_map_*).
+  /// Entries in use and capacity of each bounded map (memcg_trace_bpf_map_*),
+  /// as the last snapshot() read them (read once if there was none).
   std::vector<MapSize> mapSizes() const;
 
   /// ReclaimAttribution: memcg reclaim by a marked task counts as proactive.

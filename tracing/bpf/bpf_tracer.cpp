@@ -1009,7 +1009,22 @@ void BpfTracer::unmarkReclaimer(int32_t tid) {
   impl_->reclaimers.erase(tid);
   const uint32_t key = static_cast<uint32_t>(tid);
   bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.reclaimers), &key);
+  bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.episodes), &key);  // one left open
   impl_->skel->bss->nr_reclaimers = static_cast<uint32_t>(impl_->reclaimers.size());
+}
+
+bool BpfTracer::beginEpisode(int32_t tid, std::string_view cgroup) {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  if (impl_->reclaimers.count(tid) == 0) return false;
+  const uint64_t id = impl_->resolver->idOf(std::string(cgroup));
+  if (id == 0) return false;
+  const uint32_t key = static_cast<uint32_t>(tid);
+  return bpf_map_update_elem(bpf_map__fd(impl_->skel->maps.episodes), &key, &id, BPF_ANY) == 0;
+}
+
+void BpfTracer::endEpisode(int32_t tid) {
+  const uint32_t key = static_cast<uint32_t>(tid);
+  bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.episodes), &key);
 }
 
 }  // namespace memcg::tracing::bpf

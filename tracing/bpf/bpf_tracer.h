@@ -30,7 +30,8 @@
 //    fills at each thread-group leader's sched_process_exit, read by one
 //    map lookup per question; a task not (yet) in it is asked of the
 //    program's task iterator (its memcg, also while it exits).
-//  - not here: proactive episodes' re-charging.
+//  - proactive episodes: a marked reclaimer's events between
+//    beginEpisode and endEpisode are charged to the episode's cgroup.
 //  - with locks: the lock API's top locks, by lock address (`lock_addrs`).
 //  - with lock callers: kernel stacks sampled at contention begins under the
 //    tracefs backend's budget (at most lock_caller_samples per
@@ -185,9 +186,11 @@ class BpfTracer : public ReclaimAttribution,
   /// entry still answers.)
   static constexpr uint64_t kRecentExitNs = 10'000'000'000ull;
 
-  /// Episodes re-charging reclaim to another cgroup are not kept here.
-  bool beginEpisode(int32_t, std::string_view) override { return false; }
-  void endEpisode(int32_t) override {}
+  /// Reclaim by marked `tid` from now until endEpisode is charged to
+  /// `cgroup` (its id, in the program's `episodes` map). False if `tid` is
+  /// not marked or the cgroup has no directory.
+  bool beginEpisode(int32_t tid, std::string_view cgroup) override;
+  void endEpisode(int32_t tid) override;
 
   struct Impl;
 

@@ -92,6 +92,21 @@ struct {
   __uint(max_entries, 256);
 } reclaimers SEC(".maps");
 
+/* Episodes: a reclaimer working on behalf of a cgroup (the controller's v1
+ * limit nudge), thread id -> that cgroup's id, written by the loader around
+ * the episode; everything the thread does meanwhile is charged there, as
+ * the tracefs backend's ProactiveEpisodes charges it. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __type(key, __u32);
+  __type(value, __u64);
+  __uint(max_entries, 256);
+} episodes SEC(".maps");
+
+/* Entries in `reclaimers`, kept by the loader: the lookups of `reclaimers`
+ * and `episodes` are skipped while there are none (the usual case). */
+__u32 nr_reclaimers = 0;
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -180,7 +195,14 @@ static __always_inline __u64 memcg_id_of(struct task_struct* t) {
   return css->cgroup->kn->id;
 }
 
+/* The memcg the current task's events are charged to: its own, or the
+ * target of an episode it is in. */
 static __always_inline __u64 current_memcg_id(void) {
+  if (nr_reclaimers) {
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u64* target = bpf_map_lookup_elem(&episodes, &tid);
+    if (target) return *target;
+  }
   return memcg_id_of(bpf_get_current_task_btf());
 }
 
@@ -219,10 +241,6 @@ static __always_inline struct mt_task* task_of(int create, struct mt_node* n) {
 }
 
 static __always_inline __u32 current_tid(void) { return (__u32)bpf_get_current_pid_tgid(); }
-
-/* Entries in `reclaimers`, kept by the loader: the lookup is skipped while
- * there are none (the usual case). */
-__u32 nr_reclaimers = 0;
 
 static __always_inline int is_reclaimer(__u32 tid) {
   if (!nr_reclaimers) return 0;

@@ -291,6 +291,18 @@ Status forEachNetlinkMessage(std::span<const uint8_t> buf,
   return Ok{};
 }
 
+namespace {
+// The positive errno of an NLMSG_ERROR (0: an ack); nothing if the message
+// is too short or its code is no negative errno: the kernel sends
+// -4095..0, anything else is a corrupt message (and -INT32_MIN does not
+// exist as an int).
+std::optional<int> nlmsgErrno(std::span<const uint8_t> msg) {
+  int32_t e;
+  if (!readAt(msg, NLMSG_HDRLEN, e) || e > 0 || e < -4095) return std::nullopt;
+  return -e;
+}
+}  // namespace
+
 Result<TaskstatsMessage> parseTaskstatsMessage(std::span<const uint8_t> msg,
                                                uint16_t family) {
   nlmsghdr h;
@@ -302,9 +314,9 @@ Result<TaskstatsMessage> parseTaskstatsMessage(std::span<const uint8_t> msg,
   m.seq = h.nlmsg_seq;
   m.port = h.nlmsg_pid;
   if (h.nlmsg_type == NLMSG_ERROR) {
-    int32_t e;
-    if (!readAt(msg, NLMSG_HDRLEN, e)) return bad("short NLMSG_ERROR");
-    m.error = -e;
+    auto e = nlmsgErrno(msg);
+    if (!e) return bad("short NLMSG_ERROR, or its code no errno");
+    m.error = *e;
     return m;
   }
   if (h.nlmsg_type != family) {
@@ -338,9 +350,8 @@ Result<uint16_t> parseFamilyReply(std::span<const uint8_t> msg) {
   if (!readAt(msg, 0, h) || h.nlmsg_len > msg.size()) return bad("short netlink header");
   msg = msg.first(h.nlmsg_len);
   if (h.nlmsg_type == NLMSG_ERROR) {
-    int32_t e = -EINVAL;
-    readAt(msg, NLMSG_HDRLEN, e);
-    return makeError(-e, "netlink:nlctrl", "CTRL_CMD_GETFAMILY TASKSTATS failed");
+    return makeError(nlmsgErrno(msg).value_or(EINVAL), "netlink:nlctrl",
+                     "CTRL_CMD_GETFAMILY TASKSTATS failed");
   }
   if (h.nlmsg_type != GENL_ID_CTRL) return bad("unexpected reply to CTRL_CMD_GETFAMILY");
   if (msg.size() < NLMSG_HDRLEN + GENL_HDRLEN) return bad("short genetlink header");

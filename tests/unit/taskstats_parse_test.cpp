@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -160,6 +161,34 @@ TEST(TaskstatsParse, CapturedErrorReply) {
   ASSERT_TRUE(m.ok()) << m.error().message();
   EXPECT_EQ(m->error, ESRCH);
   EXPECT_FALSE(m->pid_stats.has_value());
+}
+
+// An NLMSG_ERROR whose code is no negative errno (or 0) is a corrupt message,
+// not an errno: the fuzzer's INT32_MIN made the negation overflow.
+TEST(TaskstatsParse, ErrorCodeOutOfRangeIsAnError) {
+  auto errorMessage = [](int32_t code) {
+    std::vector<uint8_t> raw(NLMSG_HDRLEN + sizeof(int32_t) + sizeof(nlmsghdr), 0);
+    nlmsghdr h{};
+    h.nlmsg_len = static_cast<uint32_t>(raw.size());
+    h.nlmsg_type = NLMSG_ERROR;
+    std::memcpy(raw.data(), &h, sizeof h);
+    std::memcpy(raw.data() + NLMSG_HDRLEN, &code, sizeof code);
+    return raw;
+  };
+  for (int32_t code : {INT32_MIN, -4096, 1, INT32_MAX})
+    EXPECT_FALSE(parseTaskstatsMessage(errorMessage(code), kFamily).ok()) << code;
+  for (int32_t code : {0, -ESRCH, -4095}) {
+    auto m = parseTaskstatsMessage(errorMessage(code), kFamily);
+    ASSERT_TRUE(m.ok()) << code << ": " << m.error().message();
+    EXPECT_EQ(m->error, -code);
+  }
+  // The family query's error reply likewise: EINVAL for a corrupt code.
+  auto f = parseFamilyReply(errorMessage(INT32_MIN));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().err, EINVAL);
+  f = parseFamilyReply(errorMessage(-EPERM));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().err, EPERM);
 }
 
 TEST(TaskstatsParse, CapturedExitOfSingleThreadedProcess) {

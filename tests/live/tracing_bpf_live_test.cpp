@@ -431,16 +431,46 @@ TEST(BpfLive, AutoPicksTracefsWhenBpfIsRefused) {
 // attached, A after, B before its maps are read, C after. Every event the
 // backend counted happened in [O,C], every event in [A,B] was its to count:
 //     ref[A,B] <= ours <= ref[O,C]
-// and almost nothing lost (its programs' recursion misses, less those the
-// rescue twins handled).
+// and nothing lost (the programs' recursion misses all handled by the
+// rescue twins).
+// Except, on this machine: its kernel runs no BPF program while the VM's
+// init (pid 1, the sandbox's agent) is the current task, also not in the
+// interrupts that arrive then, where ftrace still records (bpftrace sees no
+// system call of pid 1 either). Every contention_end the reference had in
+// [A,B] and ours had not was one of those (15 in 9 runs, matched event by
+// event on CPU, task and time), so they are counted apart and left out of
+// the lower bound; on a machine whose kernel does run BPF there, ours counts
+// them and the bound is only that much weaker.
 struct StormCounts {
   uint64_t ends = 0;
+  uint64_t init_ends = 0;  // of which in the context of a thread of pid 1
   uint64_t contended = 0;  // rstat, of the kept cgroup ids
 };
 
+// The thread ids of pid 1 (read at the end of the storm: its threads are
+// long-lived).
+std::set<uint64_t> initThreads() {
+  std::set<uint64_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/1/task", ec))
+    if (auto v = parseU64(e.path().filename().string())) out.insert(*v);
+  return out;
+}
+
+// The task id of a trace line ("comm-tid [cpu] ..."), 0 if none.
+uint64_t traceLineTid(std::string_view line) {
+  const size_t cpu = line.find(" [");
+  if (cpu == std::string_view::npos) return 0;
+  std::string_view head = line.substr(0, cpu);
+  while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
+  const size_t dash = head.rfind('-');
+  if (dash == std::string_view::npos) return 0;
+  return parseU64(head.substr(dash + 1)).value_or(0);
+}
+
 void countStorm(std::string_view text, const std::string& o, const std::string& a,
                 const std::string& b, const std::string& c, const std::set<uint64_t>& ids,
-                StormCounts& ab, StormCounts& oc) {
+                const std::set<uint64_t>& init_tids, StormCounts& ab, StormCounts& oc) {
   int phase = 0;  // 0 before O, 1 O..A, 2 A..B, 3 B..C, 4 after C
   std::string_view line;
   while (nextLine(text, line)) {
@@ -460,6 +490,7 @@ void countStorm(std::string_view text, const std::string& o, const std::string& 
     StormCounts one;
     if (line.find(": contention_end: ") != std::string_view::npos) {
       one.ends = 1;
+      one.init_ends = init_tids.count(traceLineTid(line));
     } else if (size_t p = line.find(": cgroup_rstat_lock_contended: ");
                p != std::string_view::npos) {
       size_t id = line.find(" id=", p);
@@ -473,9 +504,11 @@ void countStorm(std::string_view text, const std::string& o, const std::string& 
       continue;
     }
     oc.ends += one.ends;
+    oc.init_ends += one.init_ends;
     oc.contended += one.contended;
     if (phase == 2) {
       ab.ends += one.ends;
+      ab.init_ends += one.init_ends;
       ab.contended += one.contended;
     }
   }
@@ -485,7 +518,8 @@ void countStorm(std::string_view text, const std::string& o, const std::string& 
 // `hold_ns` per run (BpfTracerOptions::test_lock_hold_ns), and checks the
 // windows; `misses` gets the backend's recursion misses. Skips (the caller
 // sees IsSkipped) where the kernel has no lock:contention_end.
-void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses) {
+void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses,
+                               bool first_twin_off = false) {
   auto cg_text = readWholeFile("/proc/cgroups");
   ASSERT_TRUE(cg_text.ok());
   auto hid = parseMemoryHierarchyId(*cg_text);
@@ -533,6 +567,7 @@ void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses)
   bpf::BpfTracerOptions bo = liveBpfOptions();
   bo.locks = true;
   bo.test_lock_hold_ns = hold_ns;
+  bo.test_first_twin_off = first_twin_off;
   auto tracer = bpf::BpfTracer::start(bo);
   ASSERT_TRUE(tracer.ok()) << tracer.error().message();
   // Likewise at the start: a CPU already inside a tracepoint when the
@@ -642,15 +677,16 @@ void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses)
   auto text = readWholeFile(ref.dir + "/trace");
   ASSERT_TRUE(text.ok());
   StormCounts ab, oc;
-  countStorm(*text, mo, ma, mb, mc, ids, ab, oc);
+  countStorm(*text, mo, ma, mb, mc, ids, initThreads(), ab, oc);
   std::printf(
       "[ live ] %.1f s, %lu memory.stat reads; contention_end ours %lu (%.0f/s) ref[A,B] "
-      "%lu "
+      "%lu (pid 1's %lu) "
       "ref[O,C] %lu; rstat contended ours %lu ref[A,B] %lu ref[O,C] %lu; ours lost %lu, "
       "reference lost %lu; snapshot CPU %.3f ms\n",
       secs, static_cast<unsigned long>(reads.load()),
       static_cast<unsigned long>(ours_ends), static_cast<double>(ours_ends) / secs,
-      static_cast<unsigned long>(ab.ends), static_cast<unsigned long>(oc.ends),
+      static_cast<unsigned long>(ab.ends), static_cast<unsigned long>(ab.init_ends),
+      static_cast<unsigned long>(oc.ends),
       static_cast<unsigned long>(ours_contended),
       static_cast<unsigned long>(ab.contended), static_cast<unsigned long>(oc.contended),
       static_cast<unsigned long>(snap.events_lost), static_cast<unsigned long>(ref_lost),
@@ -658,36 +694,37 @@ void lockStormAgainstReference(uint64_t hold_ns, bpf::BpfTracer::Misses& misses)
   std::string by_program;
   for (const auto& [name, n] : misses.by_program)
     by_program += " " + name + "=" + std::to_string(n);
-  std::printf("[ live ] recursion misses %lu (%s ), rescued by the twins %lu, twins' own %lu\n",
-              static_cast<unsigned long>(misses.missed), by_program.c_str(),
-              static_cast<unsigned long>(misses.rescued),
-              static_cast<unsigned long>(misses.twins_missed));
+  std::printf(
+      "[ live ] recursion misses %lu (%s ), rescued by the twins %lu (by the second %lu), "
+      "twins' own %lu\n",
+      static_cast<unsigned long>(misses.missed), by_program.c_str(),
+      static_cast<unsigned long>(misses.rescued),
+      static_cast<unsigned long>(misses.rescued_second),
+      static_cast<unsigned long>(misses.twins_missed));
   // A contention inside one of our main programs while it runs on that CPU
-  // (an interrupt contending a spinlock) is a recursion miss, which the
-  // kernel skips; its rescue twin handles it, unless it hit the kernel's
-  // own code around the program (before its busy flag is up or after it is
-  // down): lost then, and counted. Here 5 of 15 misses in 10 runs were of
-  // that kind (0 to 4 misses a run); a few lost are accepted, and printed.
-  EXPECT_LE(snap.events_lost, 4u);
+  // (an interrupt contending a spinlock, also in the kernel's code just
+  // before or after the program) is a recursion miss, which the kernel
+  // skips; a rescue twin handles it (memcg_trace.bpf.c). Lost would be one
+  // all three programs were skipped for: none in 30 runs of the three
+  // storms here (880 misses, all rescued).
+  EXPECT_EQ(snap.events_lost, 0u);
   EXPECT_EQ(snap.events_lost, misses.missed - std::min(misses.missed, misses.rescued));
   ASSERT_EQ(ref_lost, 0u)
       << "the reference instance lost events: nothing exact to compare";
   ASSERT_GT(ab.ends, 0u) << "the workload produced no lock contention";
-  // Not exact yet: in 1 run of 3 to 5 on this kernel the bpf program counts
-  // 1-4 fewer contention_end than the reference between the markers, with no
-  // recursion miss reported for it (ours lost 0; e.g. 485 vs 486). The cause is
-  // not found; until it is, a shortfall of at most 1% (at least 4 events) is
-  // accepted and printed, and a larger one fails.
-  const uint64_t shortfall = ab.ends > ours_ends ? ab.ends - ours_ends : 0;
-  std::printf("[ live ] contention_end shortfall against ref[A,B]: %lu\n",
+  // Every end of [A,B] but pid 1's (see above) is ours.
+  const uint64_t shortfall =
+      ab.ends - ab.init_ends > ours_ends ? ab.ends - ab.init_ends - ours_ends : 0;
+  std::printf("[ live ] contention_end shortfall against ref[A,B] less pid 1's: %lu\n",
               static_cast<unsigned long>(shortfall));
-  EXPECT_LE(shortfall, std::max<uint64_t>(4, ab.ends / 100));
-  // The other side, for the same unknown: every end ours counts ran the
-  // reference's probe first (it was registered first) between O and C, yet
-  // twice under ASan ours counted one more than the reference saw there
-  // (316 vs 315; 754 vs 753 with C 50 ms after the read) while the reference
-  // reported nothing lost, so it is not the markers' timing. An excess of a
-  // few events is accepted and printed; counting an event twice, or events
+  EXPECT_EQ(shortfall, 0u);
+  // The other side: every end ours counts ran the reference's probe first
+  // (it was registered first) between O and C, yet three times (twice under
+  // ASan) ours counted one more than the reference saw there (316 vs 315;
+  // 754 vs 753 with C 50 ms after the read; 301523 vs 301522) while the
+  // reference reported nothing lost, so it is not the markers' timing; in 9
+  // runs with every event of both logged, none was ours alone. An excess of
+  // a few events is accepted and printed; counting an event twice, or events
   // of another window, would exceed it.
   const uint64_t excess = ours_ends > oc.ends ? ours_ends - oc.ends : 0;
   std::printf("[ live ] contention_end excess over ref[O,C]: %lu\n",
@@ -743,9 +780,9 @@ TEST(BpfLive, LockContentionCountsWithinIndependentWindow) {
 // switch): interrupts then arrive inside them and contend locks (a timer
 // tick's run-queue lock, held by the other CPU's wake-ups) often enough
 // that the rescue twins must handle those events for the counts to stay
-// equal to the reference's, which the storm's checks assert. 7 to 52 such
-// events per 8 s round in 10 runs here, 254 of 257 rescued (0 to 4 without
-// the hold): a round without any is repeated, up to 3 rounds.
+// equal to the reference's, which the storm's checks assert (31 to 55 such
+// events per 8 s round here, all rescued): a round without any is
+// repeated, up to 3 rounds.
 TEST(BpfLive, NestedContentionsAreRescuedByTheTwins) {
   if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
   bpf::BpfTracer::Misses misses;
@@ -756,7 +793,28 @@ TEST(BpfLive, NestedContentionsAreRescuedByTheTwins) {
                 static_cast<unsigned long>(misses.missed));
   }
   EXPECT_GT(misses.rescued, 0u) << "no contention nested in a main program: nothing was tested";
-  EXPECT_LE(misses.missed - std::min(misses.missed, misses.rescued), 2u);
+  EXPECT_EQ(misses.rescued, misses.missed);
+}
+
+// The second twins: with the first ones switched off (a test switch: they
+// return at once, as if the kernel had skipped them too, which it does
+// when a contention nests in a first twin's rescue while the main program
+// runs below it), every nested contention must be rescued by a second twin
+// and the counts still equal the reference's; the main programs held as
+// above.
+TEST(BpfLive, SecondTwinsRescueWhatTheFirstWereSkippedFor) {
+  if (auto why = bpfSkipReason(); !why.empty()) GTEST_SKIP() << why;
+  bpf::BpfTracer::Misses misses;
+  for (int round = 1; round <= 3 && misses.missed == 0; ++round) {
+    lockStormAgainstReference(20000, misses, true);
+    if (HasFailure() || IsSkipped()) return;
+    std::printf("[ live ] round %d: %lu nested contentions\n", round,
+                static_cast<unsigned long>(misses.missed));
+  }
+  EXPECT_GT(misses.rescued_second, 0u)
+      << "no contention nested in a main program: nothing was tested";
+  EXPECT_EQ(misses.rescued_second, misses.rescued);
+  EXPECT_EQ(misses.rescued, misses.missed);
 }
 
 // --- The reclaim report's per-task rows ---

@@ -415,14 +415,16 @@ struct BpfTracer::Impl {
   }
 
   // The node's counters: the programs' slot and the lock programs' rescue
-  // twins' slot (memcg_trace.bpf.c), summed.
-  mt_node nodeStats() const {
+  // twins' slots (memcg_trace.bpf.c), summed.
+  // (from: the first slot summed, 1 + MT_TWINS: the second twins' alone.)
+  mt_node nodeStats(uint32_t from = 0) const {
+    constexpr uint32_t kSlots = 1 + MT_TWINS;
     const size_t stride = (sizeof(mt_node) + 7) / 8 * 8 * static_cast<size_t>(ncpus);
-    std::vector<uint8_t> raw(2 * stride);
+    std::vector<uint8_t> raw((kSlots - from) * stride);
     const int fd = bpf_map__fd(skel->maps.node);
-    for (uint32_t k = 0; k < 2; ++k)
-      if (bpf_map_lookup_elem(fd, &k, raw.data() + k * stride) != 0) return {};
-    return sumPerCpu<mt_node>(raw, 2 * ncpus);
+    for (uint32_t k = from; k < kSlots; ++k)
+      if (bpf_map_lookup_elem(fd, &k, raw.data() + (k - from) * stride) != 0) return {};
+    return sumPerCpu<mt_node>(raw, static_cast<int>(kSlots - from) * ncpus);
   }
 
   BpfTracer::Misses misses() const {
@@ -435,7 +437,8 @@ struct BpfTracer::Impl {
       uint32_t len = sizeof info;
       if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
       const bool twin =
-          prog == skel->progs.cont_begin_twin || prog == skel->progs.cont_end_twin;
+          prog == skel->progs.cont_begin_twin || prog == skel->progs.cont_end_twin ||
+          prog == skel->progs.cont_begin_tw2 || prog == skel->progs.cont_end_tw2;
       (twin ? out.twins_missed : out.missed) += info.recursion_misses;
       if (info.recursion_misses != 0)
         out.by_program.emplace_back(bpf_program__name(prog), info.recursion_misses);
@@ -443,6 +446,7 @@ struct BpfTracer::Impl {
     // Read after the misses: a twin counts a rescue only after the kernel
     // counted the main program's miss, so rescued <= missed here.
     out.rescued = nodeStats().lock_rescued;
+    out.rescued_second = nodeStats(MT_TWINS).lock_rescued;
     return out;
   }
 
@@ -498,6 +502,7 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   s->rodata->hierarchy_id = impl->hierarchy_id;
   s->rodata->locks_on = o.locks ? 1 : 0;
   s->rodata->test_lock_hold_ns = o.test_lock_hold_ns;
+  s->rodata->test_first_twin_off = o.test_first_twin_off ? 1 : 0;
   s->rodata->callers_on = o.locks && o.lock_callers ? 1 : 0;
   // Below the budget word's count bits less any CPU count (mt_budget_take).
   s->rodata->caller_samples = std::clamp<uint64_t>(o.lock_caller_samples, 1, 1u << 16);
@@ -529,8 +534,10 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   const std::pair<bpf_program*, const char*> lock_progs[] = {
       {s->progs.contention_begin, "contention_begin"},
       {s->progs.cont_begin_twin, "contention_begin"},
+      {s->progs.cont_begin_tw2, "contention_begin"},
       {s->progs.contention_end, "contention_end"},
       {s->progs.cont_end_twin, "contention_end"},
+      {s->progs.cont_end_tw2, "contention_end"},
       {s->progs.rstat_contended, "cgroup_rstat_lock_contended"},
       {s->progs.rstat_locked, "cgroup_rstat_locked"},
       {s->progs.rstat_unlock, "cgroup_rstat_unlock"},
@@ -596,7 +603,8 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
     // The top locks' "other" entry.
     std::vector<uint8_t> lzero(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
                                static_cast<size_t>(impl->ncpus));
-    for (const uint64_t lkey : {uint64_t{MT_OTHER_LOCK}, uint64_t{MT_OTHER_LOCK | 1}})  // (| 1: the rescue twin's)
+    // (| 1, | 2: the rescue twins')
+    for (uint64_t lkey = MT_OTHER_LOCK; lkey <= (MT_OTHER_LOCK | MT_TWINS); ++lkey)
       if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
           0)
         return makeError(errno, "bpf", "cannot create the top locks' other entry");
@@ -891,19 +899,19 @@ TraceSnapshot BpfTracer::snapshot() const {
     // into "other", as the tracefs backend prunes its own table.
     const int la_fd = bpf_map__fd(m.skel->maps.lock_addrs);
     const auto la_keys = keysOf<uint64_t>(m.skel->maps.lock_addrs);
-    std::map<uint64_t, TopLock> by_addr;  // the rescue twin's keys (| 1) merged in
+    std::map<uint64_t, TopLock> by_addr;  // the rescue twins' keys (| 1, | 2) merged in
     TopLock other = m.other_locks;
     for (uint64_t key : la_keys) {
       mt_lock_addr a{};
       if (!lookupPerCpu(la_fd, key, ncpus, a)) continue;
-      const uint64_t addr = key & ~uint64_t{1};
+      const uint64_t addr = key & ~MT_RESCUE_BITS;
       if (addr == MT_OTHER_LOCK) {
         other.count += a.count;
         other.wait_ns += a.wait_ns;
         continue;
       }
       TopLock& t = by_addr[addr];
-      if (t.count == 0 && !(key & 1)) t.kind = lockKindFromFlags(a.flags);
+      if (t.count == 0 && !(key & MT_RESCUE_BITS)) t.kind = lockKindFromFlags(a.flags);
       t.addr = addr;
       t.count += a.count;
       t.wait_ns += a.wait_ns;
@@ -920,7 +928,7 @@ TraceSnapshot BpfTracer::snapshot() const {
       std::vector<uint8_t> raw(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
                                static_cast<size_t>(ncpus));
       for (size_t i = keep; i < all.size(); ++i) {
-        for (const uint64_t key : {all[i].addr, all[i].addr | 1}) {
+        for (uint64_t key = all[i].addr; key <= (all[i].addr | MT_TWINS); ++key) {
           // The value as deleted (with the adds since the walk above).
           if (bpf_map_lookup_and_delete_elem(la_fd, &key, raw.data()) != 0) continue;
           const mt_lock_addr a = sumPerCpu<mt_lock_addr>(raw, ncpus);

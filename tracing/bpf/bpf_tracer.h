@@ -5,8 +5,8 @@
 // so tracing/trace_metrics.h renders the same metric names, labels and
 // semantics. Nothing crosses a ring buffer: no event can be lost to a slow
 // reader (a program hit recursively, inside itself, is skipped by the
-// kernel; the lock programs' rescue twins handle most such contention
-// events, and the rest are counted as lost: misses()).
+// kernel; the lock programs' rescue twins handle such contention events,
+// and any they cannot are counted as lost: misses()).
 //
 // What the snapshot holds, against the tracefs backend's:
 //  - per cgroup: reclaim counts, pages, unpaired ends and stall histograms by
@@ -102,6 +102,9 @@ struct BpfTracerOptions {
   /// Tests only: the main lock programs spin this long per run, so that
   /// contentions nest in them and their rescue twins run (0: off).
   uint64_t test_lock_hold_ns = 0;
+  /// Tests only: the first rescue twins do nothing, as if the kernel had
+  /// skipped them too, so that the second twins rescue what they would.
+  bool test_first_twin_off = false;
   /// The memory cgroup of recently exited processes, for the taskstats exit
   /// records (cgroupOf); set by the App when the taskstats collector is on.
   bool exit_cgroups = false;
@@ -162,6 +165,8 @@ class BpfTracer : public ReclaimAttribution,
     uint64_t missed = 0;
     uint64_t twins_missed = 0;
     uint64_t rescued = 0;
+    /// Of rescued, those the second twins handled (the first skipped too).
+    uint64_t rescued_second = 0;
     /// Each program's misses (those with any), for diagnostics.
     std::vector<std::pair<std::string, uint64_t>> by_program;
   };

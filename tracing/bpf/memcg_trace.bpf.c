@@ -9,8 +9,8 @@
  * tp_btf programs: a recursive hit (a tracepoint fired inside one of these
  * programs, e.g. an interrupt contending a spinlock) is skipped by the
  * kernel and counted in the program's recursion_misses; for the lock
- * programs, where that happens in a storm, a rescue twin handles most of
- * them (see the lock probes below); the loader reports the rest as lost
+ * programs, where that happens in a storm, rescue twins handle them (see
+ * the lock probes below); the loader reports any they cannot as lost
  * events. GPL: tp_btf needs a GPL-compatible program. */
 #include "vmlinux.h"
 
@@ -28,9 +28,12 @@ const volatile __u64 lock_bounds[MT_BOUNDS_PAD] = {[0 ... MT_BOUNDS_PAD - 1] = ~
 const volatile __s32 hierarchy_id = 0; /* memory's v1 hierarchy id, 0 on v2 */
 const volatile __u32 locks_on = 0;     /* the lock probes are loaded */
 /* Tests only (BpfTracerOptions::test_lock_hold_ns): the main lock programs
- * spin this long with their busy flag up, so that contentions nest in them
- * often enough for a test to see the rescue twins at work. 0: no code runs. */
+ * spin this long per run, so that contentions nest in them often enough
+ * for a test to see the rescue twins at work. 0: no code runs. */
 const volatile __u64 test_lock_hold_ns = 0;
+/* Tests only (BpfTracerOptions::test_first_twin_off): the first rescue twins
+ * return at once, as if skipped, so the second twins' rescues are tested. */
+const volatile __u32 test_first_twin_off = 0;
 /* Sampled lock callers: off, the verifier removes sample_caller()'s body
  * (the load and test of this switch remain: 6 instructions). */
 const volatile __u32 callers_on = 0;
@@ -56,7 +59,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __type(key, __u32);
   __type(value, struct mt_node);
-  __uint(max_entries, 2); /* [1]: the lock programs' rescue twins (see there) */
+  __uint(max_entries, 3); /* [1], [2]: the lock programs' rescue twins (see there) */
 } node SEC(".maps");
 
 /* Per-task state in the task's own local storage, not a hash keyed by tid:
@@ -778,27 +781,42 @@ int BPF_PROG(shrink_slab_end, struct shrinker* shr, int nid, int shrinker_retval
 
 /* --- lock probes (autoloaded only with --collector.vmscan.locks) --- */
 
-/* Each contention program has a rescue twin on the same tracepoint. The
+/* Each contention program has two rescue twins on the same tracepoint. The
  * kernel runs a program at most once at a time per CPU: a contention that
- * fires on a CPU while the main program runs there (an interrupt whose
- * handler contends a lock, or a lock the program itself takes) makes the
- * kernel skip the main program for it (a recursion miss). The twin is
- * another program, so it runs then. The main program raises its busy flag
- * in the CPU's node slot for the whole of its work; the twin does the work
- * only while that flag is up, i.e. exactly when the main program was
- * skipped for this event (in the same context the main program has run to
- * its end first: the twin is attached after it, and with the opposite order
- * the twin would see the flag down unless nested, the same outcome). A miss
- * inside the first instructions of the main program, before the flag is
- * raised, is not rescued: such misses stay counted as lost (the loader
- * subtracts the rescued count from the main programs' misses).
- * The twin counts into the node's second slot and into lock_waits entries
- * of their own (key rescue = 1) and lock_addrs keys with the low bit set, which
- * user space merges: the main program's counter updates are plain
- * read-modify-writes of per-CPU values, and the twin, running inside one of
- * them, would otherwise have its add overwritten. Both work on the task's
- * lock stack, whose slots the main program reserves before filling (begin)
- * and reads before releasing (end), so a nested pair uses the slot above. */
+ * fires on a CPU while the main program is running there (an interrupt
+ * whose handler contends a lock, or a lock the program itself takes) makes
+ * the kernel skip the main program for it (a recursion miss), also in the
+ * kernel's own code just before and after the program. A twin is another
+ * program, attached after it, so it runs then; it must tell such an event
+ * from one the main program has handled. An event's dispatch (its probes,
+ * called one after the other) passes every probe the same ctx, the
+ * argument array on the stack of the dispatch, and two dispatches alive at
+ * once on a CPU (one nested in the other) have different ones. So the main
+ * program marks its ctx as handled at its very end (a few slots per CPU:
+ * the marks of outer dispatches whose twins have not run yet stay), and
+ * between its first and last instruction it flags itself running: a twin
+ * that sees the flag runs inside it, so the main program was skipped. The
+ * first twin handles the event when the flag is up or no mark of its ctx is
+ * there, and marks it (marks of its own); the second twin takes either mark, and
+ * handles the event when there is none, or when the flag is up and the
+ * first twin left no mark (both were skipped: the event nested in a first
+ * twin's rescue, e.g. a lock it took, while the main program ran below).
+ * So exactly the events the main program was skipped for are handled by a
+ * twin, wherever in its run they nested.
+ * A mark left behind (the second twin was skipped for a handled event) is
+ * dropped by the next program at that ctx that knows the main program did
+ * not mark it, or overwritten once every slot is taken. Not rescued,
+ * counted as lost: an event all three were skipped for, or one nested in
+ * the kernel's code around the main program (flag down) whose ctx has a
+ * mark left behind.
+ * The twins count into node slots of their own and into lock_waits entries
+ * of their own (key rescue = 1, 2) and lock_addrs keys with the low bits
+ * set (| 1, | 2: locks are aligned), which user space merges: the main
+ * program's counter updates are plain read-modify-writes of per-CPU values,
+ * and a twin, running inside one of them, would otherwise have its add
+ * overwritten. All work on the task's lock stack, whose slots are reserved
+ * before they are filled (begin) and read before they are released (end),
+ * so a nested pair uses the slot above. */
 static long hold_step(__u64 i, void* until) {
   return bpf_ktime_get_ns() >= *(__u64*)until;
 }
@@ -809,9 +827,9 @@ static __always_inline void test_hold(void) {
   bpf_loop(1 << 20, hold_step, &until, 0);
 }
 
-static __always_inline struct mt_node* rescue_stats(void) {
-  __u32 k = 1;
-  return bpf_map_lookup_elem(&node, &k);
+/* The node slot of rescue twin 1 or 2. */
+static __always_inline struct mt_node* rescue_stats(__u32 twin) {
+  return bpf_map_lookup_elem(&node, &twin);
 }
 
 /* With lock callers: the kernel stack of this contention begin, at most
@@ -870,7 +888,7 @@ static __always_inline void lock_begin(void* ctx, __u64 addr, unsigned int flags
   t->lock_cg[d] = in_reclaim(t) ? current_memcg_id() : MT_NODE_ID;
 }
 
-/* rescue: 0 for the main program, 1 for its twin (its own entries). */
+/* rescue: 0 for the main program, 1 or 2 for its twins (their own entries). */
 static __always_inline void lock_end(__u64 addr, int ret, struct mt_node* n, __u32 rescue) {
   n->events++;
   n->lock_ends++;
@@ -919,15 +937,77 @@ static __always_inline void lock_end(__u64 addr, int ret, struct mt_node* n, __u
   a->wait_ns += wait;
 }
 
+/* The hand-over (see the lock probes' comment), its marks first. */
+static __always_inline void drop_mark(volatile __u64* marks, __u64 id) {
+  for (int i = 0; i < MT_MARKS; i++)
+    if (marks[i] == id) marks[i] = 0;
+}
+
+static __always_inline void put_mark(volatile __u64* marks, __u64* next, __u64 id) {
+  for (int i = 0; i < MT_MARKS; i++)
+    if (!marks[i]) {
+      marks[i] = id;
+      return;
+    }
+  /* All taken (marks left behind): overwrite them in turn. */
+  marks[(*next)++ & (MT_MARKS - 1)] = id;
+}
+
+static __always_inline int find_mark(volatile __u64* marks, __u64 id, int take) {
+  for (int i = 0; i < MT_MARKS; i++)
+    if (marks[i] == id) {
+      if (take) marks[i] = 0;
+      return 1;
+    }
+  return 0;
+}
+
+/* The main program: at its first instruction (a mark of its ctx is one a
+ * skipped twin left behind) ... */
+static __always_inline void main_begins(struct mt_handover* h, __u64 id) {
+  h->running = 1;
+  drop_mark(h->marks, id);
+  drop_mark(h->twin_marks, id);
+}
+
+/* ... and at its last. */
+static __always_inline void main_ends(struct mt_handover* h, __u64 id) {
+  put_mark(h->marks, &h->next, id);
+  h->running = 0;
+}
+
+/* The first twin: true when it is to handle the event (the main program is
+ * running below it, or left no mark: skipped); then first_twin_ends(). */
+static __always_inline int first_twin_handles(struct mt_handover* h, __u64 id) {
+  if (test_first_twin_off) return 0;
+  return h->running || !find_mark(h->marks, id, 0);
+}
+
+static __always_inline void first_twin_ends(struct mt_handover* h, __u64 id) {
+  drop_mark(h->marks, id); /* left behind: the main program did not run */
+  put_mark(h->twin_marks, &h->next, id);
+}
+
+/* The second twin: true when it is to handle the event (neither the first
+ * twin nor the main program did); it takes their mark. */
+static __always_inline int second_twin_handles(struct mt_handover* h, __u64 id) {
+  if (find_mark(h->twin_marks, id, 1)) return 0;
+  if (h->running) { /* both skipped; a mark of this ctx was left behind */
+    drop_mark(h->marks, id);
+    return 1;
+  }
+  return !find_mark(h->marks, id, 1);
+}
+
 SEC("tp_btf/contention_begin")
 int BPF_PROG(contention_begin, void* lock, unsigned int flags) {
   if (flags == LCB_F_MUTEX_ONLY) return 0;
   struct mt_node* n = node_stats();
   if (!n) return 0;
-  n->lock_begin_busy = 1;
+  main_begins(&n->lock_begin_ho, (__u64)ctx);
   test_hold();
   lock_begin(ctx, (__u64)lock, flags, n, 1);
-  n->lock_begin_busy = 0;
+  main_ends(&n->lock_begin_ho, (__u64)ctx);
   return 0;
 }
 
@@ -935,8 +1015,21 @@ SEC("tp_btf/contention_begin")
 int BPF_PROG(cont_begin_twin, void* lock, unsigned int flags) {
   if (flags == LCB_F_MUTEX_ONLY) return 0;
   struct mt_node* n = node_stats();
-  if (!n || !n->lock_begin_busy) return 0;
-  struct mt_node* r = rescue_stats();
+  if (!n || !first_twin_handles(&n->lock_begin_ho, (__u64)ctx)) return 0;
+  struct mt_node* r = rescue_stats(1);
+  if (!r) return 0;
+  r->lock_rescued++;
+  lock_begin(ctx, (__u64)lock, flags, r, 0);
+  first_twin_ends(&n->lock_begin_ho, (__u64)ctx);
+  return 0;
+}
+
+SEC("tp_btf/contention_begin")
+int BPF_PROG(cont_begin_tw2, void* lock, unsigned int flags) {
+  if (flags == LCB_F_MUTEX_ONLY) return 0;
+  struct mt_node* n = node_stats();
+  if (!n || !second_twin_handles(&n->lock_begin_ho, (__u64)ctx)) return 0;
+  struct mt_node* r = rescue_stats(2);
   if (!r) return 0;
   r->lock_rescued++;
   lock_begin(ctx, (__u64)lock, flags, r, 0);
@@ -947,21 +1040,33 @@ SEC("tp_btf/contention_end")
 int BPF_PROG(contention_end, void* lock, int ret) {
   struct mt_node* n = node_stats();
   if (!n) return 0;
-  n->lock_end_busy = 1;
+  main_begins(&n->lock_end_ho, (__u64)ctx);
   test_hold();
   lock_end((__u64)lock, ret, n, 0);
-  n->lock_end_busy = 0;
+  main_ends(&n->lock_end_ho, (__u64)ctx);
   return 0;
 }
 
 SEC("tp_btf/contention_end")
 int BPF_PROG(cont_end_twin, void* lock, int ret) {
   struct mt_node* n = node_stats();
-  if (!n || !n->lock_end_busy) return 0;
-  struct mt_node* r = rescue_stats();
+  if (!n || !first_twin_handles(&n->lock_end_ho, (__u64)ctx)) return 0;
+  struct mt_node* r = rescue_stats(1);
   if (!r) return 0;
   r->lock_rescued++;
   lock_end((__u64)lock, ret, r, 1);
+  first_twin_ends(&n->lock_end_ho, (__u64)ctx);
+  return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(cont_end_tw2, void* lock, int ret) {
+  struct mt_node* n = node_stats();
+  if (!n || !second_twin_handles(&n->lock_end_ho, (__u64)ctx)) return 0;
+  struct mt_node* r = rescue_stats(2);
+  if (!r) return 0;
+  r->lock_rescued++;
+  lock_end((__u64)lock, ret, r, 2);
   return 0;
 }
 

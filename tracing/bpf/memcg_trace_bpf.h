@@ -26,6 +26,7 @@ typedef uint32_t mt_u32;
 #define MT_WAKEUP_ORDERS 11
 #define MT_LOCK_DEPTH 4     /* open contentions per task (irq nesting) */
 #define MT_THROTTLE_SLOTS 5 /* enum vmscan_throttle_state (4), then "other" */
+#define MT_MARKS 4          /* hand-over marks per lock tracepoint and CPU (a power of 2) */
 
 #ifdef __BPF__
 #define MT_INLINE static __always_inline
@@ -123,6 +124,17 @@ struct mt_detail {
   struct mt_slab slab[MT_CONTEXTS];
 };
 
+/* A lock tracepoint's hand-over from its main program to its rescue twins
+ * on one CPU (memcg_trace.bpf.c, the lock probes): the dispatches (ctx)
+ * handled whose second twin has not run yet, by the main program and by
+ * the first twin. */
+struct mt_handover {
+  mt_u64 marks[MT_MARKS];
+  mt_u64 twin_marks[MT_MARKS];
+  mt_u64 next;    /* the slot to overwrite when all are taken */
+  mt_u64 running; /* the main program is between its first and last instruction */
+};
+
 /* Per-CPU value of the one-entry `node` array. */
 struct mt_node {
   mt_u64 events;
@@ -143,10 +155,9 @@ struct mt_node {
   mt_u64 exited_full;      /* exited tasks' report rows summed into "other" (exited map full) */
   /* Contention events the rescue twins handled (main program skipped). */
   mt_u64 lock_rescued;
-  /* Raised while the main contention program runs on this CPU (slot 0
+  /* The contention programs' hand-over to their rescue twins (slot 0
    * only; not counters: user space ignores them). */
-  mt_u64 lock_begin_busy;
-  mt_u64 lock_end_busy;
+  struct mt_handover lock_begin_ho, lock_end_ho;
   mt_u64 exit_cgroups_added; /* new keys in `exit_cgroups` (minus its entries: evicted) */
   mt_u64 callers_sampled;  /* kernel stacks taken at contention begins (lock callers) */
   mt_u64 callers_full;     /* of which the full `callers` map could not take */
@@ -235,7 +246,7 @@ struct mt_task_memcg {
 struct mt_lock_key {
   mt_u64 cg_id;
   mt_u32 flags;
-  mt_u32 rescue; /* 1: the rescue twin's entry, merged with 0's by user space */
+  mt_u32 rescue; /* 1, 2: a rescue twin's entry, merged with 0's by user space */
 };
 struct mt_lock_wait {
   mt_u64 aborted;
@@ -244,11 +255,14 @@ struct mt_lock_wait {
 
 /* Per-CPU value of the `lock_addrs` map, keyed by the lock's address: the
  * lock API's top locks (tracing/lock_stats.h TopLock). Key MT_OTHER_LOCK:
- * the contentions a full map could not take. A key with the low bit set
- * (locks are aligned, so no address has it) is the lock programs' rescue
- * twin's entry for that address (MT_OTHER_LOCK | 1: its "other"), merged
- * with the plain key's by user space. */
+ * the contentions a full map could not take. A key with a low bit set
+ * (locks are 4-byte aligned, so no address has one) is a rescue twin's
+ * entry for that address, | 1 the first's, | 2 the second's
+ * (MT_OTHER_LOCK | 1, | 2: their "other"), merged with the plain key's by
+ * user space. */
 #define MT_OTHER_LOCK 0
+#define MT_RESCUE_BITS 3ull
+#define MT_TWINS 2 /* rescue twins per lock program: node slots 1 and 2 */
 struct mt_lock_addr {
   mt_u64 count;
   mt_u64 wait_ns;

@@ -827,9 +827,11 @@ static __always_inline void test_hold(void) {
   bpf_loop(1 << 20, hold_step, &until, 0);
 }
 
-/* The node slot of rescue twin 1 or 2. */
-static __always_inline struct mt_node* rescue_stats(__u32 twin) {
-  return bpf_map_lookup_elem(&node, &twin);
+/* The node slot of rescue twin 1 or 2, about to handle an event (counted). */
+static __always_inline struct mt_node* rescuing(__u32 twin) {
+  struct mt_node* r = bpf_map_lookup_elem(&node, &twin);
+  if (r) r->lock_rescued++;
+  return r;
 }
 
 /* With lock callers: the kernel stack of this contention begin, at most
@@ -1015,10 +1017,8 @@ SEC("tp_btf/contention_begin")
 int BPF_PROG(cont_begin_twin, void* lock, unsigned int flags) {
   if (flags == LCB_F_MUTEX_ONLY) return 0;
   struct mt_node* n = node_stats();
-  if (!n || !first_twin_handles(&n->lock_begin_ho, (__u64)ctx)) return 0;
-  struct mt_node* r = rescue_stats(1);
+  struct mt_node* r = n && first_twin_handles(&n->lock_begin_ho, (__u64)ctx) ? rescuing(1) : 0;
   if (!r) return 0;
-  r->lock_rescued++;
   lock_begin(ctx, (__u64)lock, flags, r, 0);
   first_twin_ends(&n->lock_begin_ho, (__u64)ctx);
   return 0;
@@ -1028,11 +1028,8 @@ SEC("tp_btf/contention_begin")
 int BPF_PROG(cont_begin_tw2, void* lock, unsigned int flags) {
   if (flags == LCB_F_MUTEX_ONLY) return 0;
   struct mt_node* n = node_stats();
-  if (!n || !second_twin_handles(&n->lock_begin_ho, (__u64)ctx)) return 0;
-  struct mt_node* r = rescue_stats(2);
-  if (!r) return 0;
-  r->lock_rescued++;
-  lock_begin(ctx, (__u64)lock, flags, r, 0);
+  struct mt_node* r = n && second_twin_handles(&n->lock_begin_ho, (__u64)ctx) ? rescuing(2) : 0;
+  if (r) lock_begin(ctx, (__u64)lock, flags, r, 0);
   return 0;
 }
 
@@ -1050,10 +1047,8 @@ int BPF_PROG(contention_end, void* lock, int ret) {
 SEC("tp_btf/contention_end")
 int BPF_PROG(cont_end_twin, void* lock, int ret) {
   struct mt_node* n = node_stats();
-  if (!n || !first_twin_handles(&n->lock_end_ho, (__u64)ctx)) return 0;
-  struct mt_node* r = rescue_stats(1);
+  struct mt_node* r = n && first_twin_handles(&n->lock_end_ho, (__u64)ctx) ? rescuing(1) : 0;
   if (!r) return 0;
-  r->lock_rescued++;
   lock_end((__u64)lock, ret, r, 1);
   first_twin_ends(&n->lock_end_ho, (__u64)ctx);
   return 0;
@@ -1062,11 +1057,8 @@ int BPF_PROG(cont_end_twin, void* lock, int ret) {
 SEC("tp_btf/contention_end")
 int BPF_PROG(cont_end_tw2, void* lock, int ret) {
   struct mt_node* n = node_stats();
-  if (!n || !second_twin_handles(&n->lock_end_ho, (__u64)ctx)) return 0;
-  struct mt_node* r = rescue_stats(2);
-  if (!r) return 0;
-  r->lock_rescued++;
-  lock_end((__u64)lock, ret, r, 2);
+  struct mt_node* r = n && second_twin_handles(&n->lock_end_ho, (__u64)ctx) ? rescuing(2) : 0;
+  if (r) lock_end((__u64)lock, ret, r, 2);
   return 0;
 }
 

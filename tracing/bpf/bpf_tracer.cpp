@@ -90,6 +90,18 @@ void toHist(const mt_hist& m, H& h) {
   h.sum = m.sum;
 }
 
+// A per-CPU map value as the kernel copies it in and out: one T per
+// possible CPU, each in a slot rounded up to 8 bytes.
+template <class T>
+constexpr size_t perCpuStride() {
+  return (sizeof(T) + 7) / 8 * 8;
+}
+
+template <class T>
+std::vector<uint8_t> perCpuBuffer(int ncpus) {
+  return std::vector<uint8_t>(perCpuStride<T>() * static_cast<size_t>(ncpus));
+}
+
 // Sums every u64 of per-CPU values (the structs hold only u64s).
 template <class T>
 T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
@@ -97,7 +109,7 @@ T sumPerCpu(const std::vector<uint8_t>& raw, int ncpus) {
   T out{};
   auto* o = reinterpret_cast<uint64_t*>(&out);
   const size_t words = sizeof(T) / 8;
-  const size_t stride = (sizeof(T) + 7) / 8 * 8;
+  const size_t stride = perCpuStride<T>();
   for (int c = 0; c < ncpus; ++c) {
     const auto* v =
         reinterpret_cast<const uint64_t*>(raw.data() + stride * static_cast<size_t>(c));
@@ -155,7 +167,7 @@ size_t countEntries(bpf_map* map) {
 
 template <class V, class K>
 bool lookupPerCpu(int fd, const K& key, int ncpus, V& out) {
-  std::vector<uint8_t> raw(((sizeof(V) + 7) / 8 * 8) * static_cast<size_t>(ncpus));
+  std::vector<uint8_t> raw = perCpuBuffer<V>(ncpus);
   if (bpf_map_lookup_elem(fd, &key, raw.data()) != 0) return false;
   out = sumPerCpu<V>(raw, ncpus);
   return true;
@@ -386,7 +398,7 @@ struct BpfTracer::Impl {
       std::sort(entries.begin(), entries.end(),
                 [](const Entry& a, const Entry& b) { return a.count > b.count; });
       const size_t keep = max_stacks / 4;
-      std::vector<uint8_t> raw(((sizeof(mt_caller) + 7) / 8 * 8) * static_cast<size_t>(ncpus));
+      std::vector<uint8_t> raw = perCpuBuffer<mt_caller>(ncpus);
       for (size_t i = keep; i < entries.size(); ++i) {
         // The count as deleted (with the samples since the walk above).
         if (bpf_map_lookup_and_delete_elem(fd, &entries[i].key, raw.data()) != 0) continue;
@@ -419,7 +431,7 @@ struct BpfTracer::Impl {
   // (from: the first slot summed, 1 + MT_TWINS: the second twins' alone.)
   mt_node nodeStats(uint32_t from = 0) const {
     constexpr uint32_t kSlots = 1 + MT_TWINS;
-    const size_t stride = (sizeof(mt_node) + 7) / 8 * 8 * static_cast<size_t>(ncpus);
+    const size_t stride = perCpuStride<mt_node>() * static_cast<size_t>(ncpus);
     std::vector<uint8_t> raw((kSlots - from) * stride);
     const int fd = bpf_map__fd(skel->maps.node);
     for (uint32_t k = from; k < kSlots; ++k)
@@ -594,23 +606,20 @@ Result<std::unique_ptr<BpfTracer>> BpfTracer::start(const BpfTracerOptions& o) {
   // The overflow series exists from the start, so a full map always has a
   // place to charge to.
   {
-    std::vector<uint8_t> zero(((sizeof(mt_cgroup) + 7) / 8 * 8) *
-                              static_cast<size_t>(impl->ncpus));
+    std::vector<uint8_t> zero = perCpuBuffer<mt_cgroup>(impl->ncpus);
     const uint64_t key = MT_OVERFLOW_ID;
     if (bpf_map_update_elem(bpf_map__fd(s->maps.cgroups), &key, zero.data(), BPF_ANY) !=
         0)
       return makeError(errno, "bpf", "cannot create the overflow series");
     // The top locks' "other" entry.
-    std::vector<uint8_t> lzero(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
-                               static_cast<size_t>(impl->ncpus));
+    std::vector<uint8_t> lzero = perCpuBuffer<mt_lock_addr>(impl->ncpus);
     // (| 1, | 2: the rescue twins')
     for (uint64_t lkey = MT_OTHER_LOCK; lkey <= (MT_OTHER_LOCK | MT_TWINS); ++lkey)
       if (bpf_map_update_elem(bpf_map__fd(s->maps.lock_addrs), &lkey, lzero.data(), BPF_ANY) !=
           0)
         return makeError(errno, "bpf", "cannot create the top locks' other entry");
     // And the detail series' overflow entry.
-    std::vector<uint8_t> dzero(((sizeof(mt_detail) + 7) / 8 * 8) *
-                               static_cast<size_t>(impl->ncpus));
+    std::vector<uint8_t> dzero = perCpuBuffer<mt_detail>(impl->ncpus);
     if (bpf_map_update_elem(bpf_map__fd(s->maps.details), &key, dzero.data(), BPF_ANY) != 0)
       return makeError(errno, "bpf", "cannot create the detail overflow series");
     // Likewise the report's "other" row for exited tasks the full map refuses.
@@ -925,8 +934,7 @@ TraceSnapshot BpfTracer::snapshot() const {
     const size_t max_addrs = m.opts.max_lock_addrs;
     if (all.size() > max_addrs / 2) {
       const size_t keep = max_addrs / 4;
-      std::vector<uint8_t> raw(((sizeof(mt_lock_addr) + 7) / 8 * 8) *
-                               static_cast<size_t>(ncpus));
+      std::vector<uint8_t> raw = perCpuBuffer<mt_lock_addr>(ncpus);
       for (size_t i = keep; i < all.size(); ++i) {
         for (uint64_t key = all[i].addr; key <= (all[i].addr | MT_TWINS); ++key) {
           // The value as deleted (with the adds since the walk above).

@@ -24,8 +24,11 @@ LockIds& BpfTracer::lockIds() { return impl_->lock_ids; }
 bool BpfTracer::lockAddresses() const { return false; }
 std::vector<MapSize> BpfTracer::mapSizes() const { return {}; }
 uint64_t BpfTracer::contentionEnds() const { return 0; }
+BpfTracer::Misses BpfTracer::misses() const { return {}; }
 std::optional<PidCgroup> BpfTracer::cgroupOf(int32_t) const { return std::nullopt; }
 void BpfTracer::markReclaimer(int32_t) {}
 void BpfTracer::unmarkReclaimer(int32_t) {}
+bool BpfTracer::beginEpisode(int32_t, std::string_view) { return false; }
+void BpfTracer::endEpisode(int32_t) {}
 
 }  // namespace memcg::tracing::bpf
